@@ -1,0 +1,42 @@
+# The README's two commands: `make run` (set up and open the app) and `make test`
+# (set up and run the whole test suite). Both work from a fresh clone on Debian 12.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+APP_STAMP := $(VENV)/.app-installed
+TEST_STAMP := $(VENV)/.test-installed
+
+.PHONY: run test setup setup-test system-deps lint clean
+
+run: system-deps $(APP_STAMP)
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+		$(BIN)/gpu-workbench $(ARGS); \
+	else \
+		echo "No display found: running the window on a virtual display (xvfb-run)."; \
+		xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/gpu-workbench $(ARGS); \
+	fi
+
+test: system-deps $(TEST_STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/lint-imports --no-cache
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+setup: system-deps $(APP_STAMP)
+setup-test: system-deps $(TEST_STAMP)
+
+system-deps:
+	@bash packaging/system-deps.sh
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(APP_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test,validation]"
+	@touch $@ $(APP_STAMP)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,17 @@
+"""Test-wide setup: headless Qt, and no user files or third-party plugins leaking in."""
+
+from __future__ import annotations
+
+import os
+
+# Before pytest-qt creates the QApplication: the offscreen platform needs no display.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the per-user folder (custom hardware, settings) at an empty temp dir."""
+    if "WORKBENCH_USER_DIR" not in os.environ:
+        monkeypatch.setenv("WORKBENCH_USER_DIR", str(tmp_path_factory.mktemp("user")))

@@ -1,0 +1,54 @@
+"""Turn a scenario's ids into the objects the engine needs: architecture and cluster."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.core.errors import CatalogError
+from workbench.core.hardware import Accelerator, Cluster
+from workbench.core.model import ModelArchitecture
+from workbench.core.project import Project
+from workbench.core.scenario import Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedScenario:
+    """A scenario with its model and hardware looked up; the engine's input."""
+
+    scenario: Scenario
+    model: ModelArchitecture
+    cluster: Cluster
+
+
+def resolve_model_ref(ref: str, project: Project | None = None) -> ModelArchitecture:
+    """A project model, a catalog model, or a config.json / model folder path."""
+    if project is not None and ref in project.models:
+        return project.models[ref]
+    from workbench.catalog.models import resolve_model
+
+    return resolve_model(ref)
+
+
+def resolve_accelerator(ref: str, project: Project | None = None) -> Accelerator:
+    if project is not None and ref in project.accelerators:
+        return project.accelerators[ref]
+    from workbench.catalog.accelerators import get_accelerator
+
+    return get_accelerator(ref)
+
+
+def resolve_scenario(scenario: Scenario, project: Project | None = None) -> ResolvedScenario:
+    from workbench.catalog.accelerators import default_node_for, load_node_shapes
+
+    model = resolve_model_ref(scenario.model, project)
+    accelerator = resolve_accelerator(scenario.gpu, project)
+    if scenario.node is None:
+        node = default_node_for(accelerator)
+    else:
+        nodes = load_node_shapes()
+        if scenario.node not in nodes:
+            known = ", ".join(sorted(nodes))
+            raise CatalogError(f"unknown node shape '{scenario.node}'; known: {known}")
+        node = nodes[scenario.node]
+    cluster = Cluster(accelerator=accelerator, node=node, num_gpus=scenario.num_gpus)
+    return ResolvedScenario(scenario=scenario, model=model, cluster=cluster)

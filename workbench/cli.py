@@ -1,0 +1,241 @@
+"""`gpu-workbench`: with no subcommand, open the window; with one, answer on the terminal.
+
+Every user mistake (unknown id, bad file, impossible value) ends in one line on stderr and exit
+code 2, never a traceback. ``--json`` prints exactly one JSON document on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from workbench import __version__
+from workbench.core.errors import InputError
+from workbench.core.units import format_bytes, format_count
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump) and exits 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _emit_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+# --- catalog ------------------------------------------------------------------------------------
+
+
+def _cmd_catalog(args: argparse.Namespace) -> int:
+    if args.what == "gpus":
+        from workbench.catalog.accelerators import load_accelerators
+
+        accelerators = list(load_accelerators().values())
+        if args.json:
+            _emit_json(
+                {"count": len(accelerators), "accelerators": [a.model_dump(mode="json") for a in accelerators]}
+            )
+            return 0
+        print(f"{'id':<22} {'name':<40} {'memory':>10} {'GB/s':>7} {'bf16 TFLOPS':>11} {'fp8':>7} {'TDP W':>6}")
+        for a in accelerators:
+            bf16 = a.dense_tflops.get("bf16")  # type: ignore[call-overload]
+            fp8 = a.dense_tflops.get("fp8")  # type: ignore[call-overload]
+            print(
+                f"{a.id:<22} {a.name[:40]:<40} {a.memory_gib:>6.0f} GiB {a.memory_bandwidth_gbps:>7.0f} "
+                f"{_num(bf16):>11} {_num(fp8):>7} {a.tdp_watts:>6.0f}"
+            )
+        print(f"{len(accelerators)} accelerators; dense TFLOPS; `--json` for sources")
+        return 0
+    if args.what == "nodes":
+        from workbench.catalog.accelerators import load_node_shapes
+
+        nodes = list(load_node_shapes().values())
+        if args.json:
+            _emit_json({"count": len(nodes), "nodes": [n.model_dump(mode="json") for n in nodes]})
+            return 0
+        for n in nodes:
+            print(f"{n.id:<24} {n.name:<44} {n.gpus_per_node:>3} GPUs  {n.intra_node} / {n.inter_node}")
+        return 0
+    from workbench.catalog.models import load_model_catalog
+    from workbench.core.params import count_parameters
+
+    models = list(load_model_catalog().values())
+    rows = []
+    for m in models:
+        counts = count_parameters(m.architecture)
+        rows.append((m, counts))
+    if args.json:
+        _emit_json(
+            {
+                "count": len(rows),
+                "models": [
+                    {
+                        "id": m.id,
+                        "name": m.name,
+                        "family": m.family,
+                        "hf_repo": m.hf_repo,
+                        "parameters": {"total": c.total, "active": c.active},
+                        "published_parameters": m.published_parameters,
+                        "source": m.source.model_dump(mode="json") if hasattr(m.source, "model_dump") else m.source,
+                        "architecture": m.architecture.model_dump(mode="json"),
+                    }
+                    for m, c in rows
+                ],
+            }
+        )
+        return 0
+    print(f"{'id':<22} {'family':<12} {'kind':<16} {'total':>9} {'active':>9} {'layers':>6} {'hidden':>7} attention")
+    for m, c in rows:
+        a = m.architecture
+        print(
+            f"{m.id:<22} {m.family:<12} {a.kind.value:<16} {format_count(c.total):>9} {format_count(c.active):>9} "
+            f"{a.num_layers:>6} {a.hidden_size:>7} {a.attention_kind}"
+        )
+    print(f"{len(rows)} models")
+    return 0
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+# --- import -------------------------------------------------------------------------------------
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from workbench.catalog.hf_config import load_hf_config
+    from workbench.catalog.safetensors_header import read_checkpoint
+    from workbench.core.params import count_parameters
+
+    path = Path(args.path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    checkpoint = None
+    config_present = path.is_file() or (path / "config.json").is_file()
+    if path.is_dir():
+        checkpoint = read_checkpoint(path)  # None when the folder has no safetensors files
+        if not config_present and checkpoint is None:
+            raise InputError(f"{path}: no config.json and no *.safetensors files: not a model folder")
+    if not config_present:
+        raise InputError(f"{path}: a config.json is needed to read the architecture")
+    arch = load_hf_config(path)
+    counts = count_parameters(arch)
+    if args.json:
+        doc: dict[str, Any] = {
+            "source": str(path),
+            "architecture": arch.model_dump(mode="json"),
+            "parameters": {"total": counts.total, "active": counts.active, "breakdown": dict(counts.breakdown)},
+            "checkpoint": None,
+        }
+        if checkpoint is not None:
+            doc["checkpoint"] = {
+                "parameters": checkpoint.total,
+                "by_dtype": dict(checkpoint.by_dtype),
+                "files": [str(f) for f in checkpoint.files],
+            }
+        _emit_json(doc)
+        return 0
+    print(f"{arch.name}  ({arch.hf_model_type or arch.family}, {arch.kind.value}, {arch.attention_kind})")
+    print(f"  parameters   {counts.total:,} total ({format_count(counts.total)}), "
+          f"{counts.active:,} active per token ({format_count(counts.active)})")
+    print(f"  layers {arch.num_layers}, hidden {arch.hidden_size}, heads {arch.num_attention_heads} "
+          f"(KV {arch.num_kv_heads}, head dim {arch.head_dim}), FFN {arch.intermediate_size}, vocab {arch.vocab_size}")
+    if arch.moe:
+        print(f"  MoE: {arch.moe.num_experts} experts, top-{arch.moe.experts_per_token}, "
+              f"{arch.moe.num_shared_experts} shared, expert FFN {arch.moe.expert_intermediate_size}")
+    if arch.mla:
+        print(f"  MLA: kv rank {arch.mla.kv_lora_rank}, q rank {arch.mla.q_lora_rank}, "
+              f"rope dim {arch.mla.qk_rope_head_dim}")
+    if checkpoint is not None:
+        dtypes = ", ".join(f"{k} {v:,}" for k, v in checkpoint.by_dtype.items())
+        print(f"  checkpoint   {checkpoint.total:,} parameters in {len(checkpoint.files)} file(s) ({dtypes}); "
+              f"{format_bytes(checkpoint.total_bytes)}")
+    return 0
+
+
+# --- scenario -----------------------------------------------------------------------------------
+
+
+def _cmd_scenario(args: argparse.Namespace) -> int:
+    from workbench.scenario_flags import scenario_from_args
+    from workbench.catalog.resolve import resolve_scenario
+
+    scenario = scenario_from_args(args)
+    resolved = resolve_scenario(scenario)
+    if args.json:
+        _emit_json(scenario.model_dump(mode="json"))
+        return 0
+    print(f"{scenario.name}: {scenario.workload.value} of {resolved.model.name} on "
+          f"{scenario.num_gpus} x {resolved.cluster.accelerator.name} ({resolved.cluster.node.name})")
+    p = scenario.parallel
+    print(f"  TP {p.tp}, PP {p.pp}, DP {p.dp}, EP {p.ep}, ZeRO {p.zero_stage}; dtype {scenario.dtype.value}, "
+          f"weights {scenario.weight_format.value}, KV {scenario.kv_cache_dtype.value}")
+    print(f"  batch {scenario.batch_size}, sequence {scenario.seq_len}, generate {scenario.gen_len}")
+    return 0
+
+
+# --- entry --------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from workbench.scenario_flags import add_scenario_flags
+
+    parser = _Parser(
+        prog="gpu-workbench",
+        description="Size AI workloads on GPUs before buying or renting them. "
+        "With no command, opens the window.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpu-workbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    catalog = sub.add_parser("catalog", help="list catalog accelerators, node shapes or models")
+    catalog.add_argument("what", choices=["gpus", "models", "nodes"])
+    catalog.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    catalog.set_defaults(handler=_cmd_catalog)
+
+    imp = sub.add_parser("import", help="read a config.json or model folder and count its parameters")
+    imp.add_argument("path", help="config.json file or model folder")
+    imp.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    imp.set_defaults(handler=_cmd_import)
+
+    scen = sub.add_parser("scenario", help="validate scenario flags/file and print the scenario")
+    add_scenario_flags(scen)
+    scen.add_argument("--json", action="store_true", help="print the scenario as JSON (a --scenario file)")
+    scen.set_defaults(handler=_cmd_scenario)
+    return parser
+
+
+def _open_window(argv: Sequence[str]) -> int:
+    from workbench.gui.app import run_app
+
+    return run_app(list(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        return _open_window(argv)
+    try:
+        return handler(args)
+    except InputError as exc:
+        print(f"gpu-workbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""Model architecture: everything about a network that sizing needs, and nothing about its weights.
+
+A :class:`ModelArchitecture` is immutable and validated. Each field's description is shown as
+the GUI tooltip and in the CLI help, so write them for a user, not for a developer.
+
+The fields are rich enough that :func:`workbench.core.params.count_parameters` reproduces,
+exactly, the parameter count Hugging Face transformers instantiates for the same config
+(biases, norms with or without bias, q/k norms, routers, shared experts, poolers, ...).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from workbench.core.dtypes import DType
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+class ModelKind(str, Enum):
+    DECODER = "decoder"
+    ENCODER = "encoder"
+    ENCODER_DECODER = "encoder-decoder"
+
+
+class NormKind(str, Enum):
+    LAYERNORM = "layernorm"
+    RMSNORM = "rmsnorm"
+
+
+class PositionEmbedding(str, Enum):
+    ROPE = "rope"
+    LEARNED = "learned"
+    RELATIVE_BIAS = "relative-bias"
+    ALIBI = "alibi"
+    NONE = "none"
+
+
+class Head(str, Enum):
+    """Which output head the counted model carries, matching the transformers class."""
+
+    CAUSAL_LM = "causal-lm"  # *ForCausalLM: LM head (possibly tied)
+    SEQ2SEQ_LM = "seq2seq-lm"  # *ForConditionalGeneration (T5)
+    MASKED_LM = "masked-lm"  # BertForMaskedLM: transform + tied decoder + bias
+    BASE = "base"  # *Model: no head (BERT/ViT keep their pooler when ``pooler`` is set)
+
+
+class MoEConfig(BaseModel):
+    """Mixture-of-experts feed-forward layers."""
+
+    model_config = _FROZEN
+
+    num_experts: int = Field(gt=0, description="Routed experts in each MoE layer.")
+    experts_per_token: int = Field(gt=0, description="Routed experts each token is sent to (top-k).")
+    expert_intermediate_size: int = Field(gt=0, description="FFN inner size of one routed expert.")
+    num_shared_experts: int = Field(
+        0, ge=0, description="Experts every token passes through in addition to the routed ones."
+    )
+    shared_expert_intermediate_size: int | None = Field(
+        None,
+        gt=0,
+        description="FFN inner size of the shared expert block (defaults to "
+        "num_shared_experts x expert_intermediate_size).",
+    )
+    shared_expert_gate: bool = Field(
+        False, description="A learned sigmoid gate scales the shared expert output (Qwen2-MoE)."
+    )
+    router_bias: bool = Field(
+        False, description="The router carries a per-expert bias (DeepSeek-V3 score correction)."
+    )
+    dense_layers: tuple[int, ...] = Field(
+        (),
+        description="Indices of decoder layers that use a dense FFN instead of experts "
+        "(DeepSeek-V3: the first 3).",
+    )
+    moe_layer_interval: int = Field(
+        1, gt=0, description="Every n-th layer (that is not dense) is an MoE layer."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> MoEConfig:
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(
+                f"experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})"
+            )
+        return self
+
+    @property
+    def shared_intermediate(self) -> int:
+        if self.shared_expert_intermediate_size is not None:
+            return self.shared_expert_intermediate_size
+        return self.num_shared_experts * self.expert_intermediate_size
+
+
+class MLAConfig(BaseModel):
+    """Multi-head latent attention (DeepSeek-V2/V3): K and V come from a low-rank latent."""
+
+    model_config = _FROZEN
+
+    q_lora_rank: int | None = Field(
+        None, gt=0, description="Rank of the query down-projection (None: full-rank queries)."
+    )
+    kv_lora_rank: int = Field(gt=0, description="Rank of the compressed KV latent that is cached.")
+    qk_rope_head_dim: int = Field(gt=0, description="Per-head dims that carry rotary position.")
+    qk_nope_head_dim: int = Field(gt=0, description="Per-head query/key dims without rotary position.")
+    v_head_dim: int = Field(gt=0, description="Per-head value dims.")
+
+    @property
+    def qk_head_dim(self) -> int:
+        return self.qk_rope_head_dim + self.qk_nope_head_dim
+
+
+class SlidingWindow(BaseModel):
+    """Local attention over the last ``window`` tokens on some layers."""
+
+    model_config = _FROZEN
+
+    window: int = Field(gt=0, description="Tokens a sliding-window layer attends to.")
+    layers: tuple[int, ...] | None = Field(
+        None,
+        description="Indices of layers that use the window (None: every layer).",
+    )
+
+
+class VisionConfig(BaseModel):
+    """Patch embedding of a vision transformer (ViT)."""
+
+    model_config = _FROZEN
+
+    image_size: int = Field(gt=0, description="Input image side in pixels.")
+    patch_size: int = Field(gt=0, description="Patch side in pixels.")
+    num_channels: int = Field(3, gt=0, description="Input image channels.")
+    cls_token: bool = Field(True, description="A learned [CLS] token is prepended.")
+
+    @property
+    def num_patches(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+
+class EncoderDecoderConfig(BaseModel):
+    """The decoder stack of an encoder-decoder model (T5)."""
+
+    model_config = _FROZEN
+
+    num_decoder_layers: int = Field(gt=0, description="Layers in the decoder stack.")
+    relative_attention_num_buckets: int = Field(
+        32, ge=0, description="Buckets of the learned relative position bias (T5)."
+    )
+
+
+class ModelArchitecture(BaseModel):
+    """A transformer architecture, validated. Sizes are whole-model, not per GPU."""
+
+    model_config = _FROZEN
+
+    name: str = Field(min_length=1, description="Display name, e.g. 'Llama-3.1-8B'.")
+    family: str = Field("custom", description="Model family, e.g. 'llama', 'qwen', 'gpt2'.")
+    kind: ModelKind = Field(ModelKind.DECODER, description="Decoder-only, encoder-only or encoder-decoder.")
+    hf_model_type: str | None = Field(None, description="The config's `model_type` when imported.")
+    head: Head = Field(Head.CAUSAL_LM, description="Which output head the model carries.")
+
+    num_layers: int = Field(gt=0, description="Transformer blocks (the encoder's, for encoder-decoder).")
+    hidden_size: int = Field(gt=0, description="Model width d_model.")
+    num_attention_heads: int = Field(gt=0, description="Query heads per attention layer.")
+    num_kv_heads: int = Field(
+        gt=0,
+        description="Key/value heads: equal to attention heads for MHA, 1 for MQA, in between for GQA.",
+    )
+    head_dim: int = Field(gt=0, description="Dims per attention head (often hidden / heads, not always).")
+    intermediate_size: int = Field(gt=0, description="FFN inner size of a dense layer.")
+    gated_mlp: bool = Field(True, description="Gated FFN (SwiGLU/GeGLU: three matrices) or plain (two).")
+    activation: str = Field("silu", description="FFN activation function.")
+    vocab_size: int = Field(gt=0, description="Token vocabulary size (rows of the embedding).")
+    tie_word_embeddings: bool = Field(False, description="The LM head shares the input embedding matrix.")
+
+    norm_kind: NormKind = Field(NormKind.RMSNORM, description="LayerNorm or RMSNorm.")
+    norm_bias: bool = Field(False, description="Norms carry a bias (LayerNorm usually does).")
+    norms_per_layer: int = Field(
+        2, ge=0, description="Norm modules per block (2 usual; 1 for Falcon-7B's parallel block; 4 Gemma 2/3)."
+    )
+    qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3, Gemma 3).")
+    final_norm: bool = Field(True, description="A norm after the last block.")
+    embedding_norm: bool = Field(False, description="A norm right after the embeddings (BERT).")
+    attention_bias: bool = Field(False, description="Q, K and V projections carry biases.")
+    attention_out_bias: bool = Field(False, description="The attention output projection carries a bias.")
+    mlp_bias: bool = Field(False, description="FFN projections carry biases.")
+    lm_head_bias: bool = Field(False, description="The LM head / MLM decoder carries a bias.")
+    parallel_attention_mlp: bool = Field(
+        False, description="Attention and FFN read the same input in parallel (GPT-J, Falcon)."
+    )
+
+    position_embedding: PositionEmbedding = Field(PositionEmbedding.ROPE, description="Position encoding.")
+    max_position_embeddings: int = Field(
+        2048, gt=0, description="Longest context the model was built for (rows of a learned table)."
+    )
+    rope_theta: float | None = Field(None, gt=0, description="RoPE base frequency.")
+    rope_scaling: dict[str, object] | None = Field(None, description="RoPE scaling as in the config.")
+    type_vocab_size: int = Field(0, ge=0, description="Token-type (segment) embeddings (BERT: 2).")
+    pooler: bool = Field(False, description="A dense pooler on the first token (BERT, ViT base models).")
+
+    moe: MoEConfig | None = Field(None, description="Mixture-of-experts layers, if any.")
+    mla: MLAConfig | None = Field(None, description="Multi-head latent attention, if used.")
+    sliding_window: SlidingWindow | None = Field(None, description="Sliding-window attention, if used.")
+    vision: VisionConfig | None = Field(None, description="Patch embedding, for vision transformers.")
+    encoder_decoder: EncoderDecoderConfig | None = Field(
+        None, description="Decoder stack, for encoder-decoder models."
+    )
+
+    torch_dtype: DType | None = Field(None, description="Dtype the checkpoint was published in.")
+    extra_parameters: int = Field(
+        0,
+        ge=0,
+        description="Parameters of parts the architecture fields do not describe, counted from a "
+        "checkpoint (e.g. a vision tower); they are stored and moved like weights.",
+    )
+    source: str | None = Field(None, description="Where this architecture came from (file or URL).")
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelArchitecture:
+        if self.num_attention_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
+                f"num_kv_heads ({self.num_kv_heads})"
+            )
+        if self.kind is ModelKind.ENCODER_DECODER and self.encoder_decoder is None:
+            raise ValueError("encoder_decoder: an encoder-decoder model needs its decoder stack")
+        if self.kind is not ModelKind.ENCODER_DECODER and self.encoder_decoder is not None:
+            raise ValueError("encoder_decoder: only an encoder-decoder model has a decoder stack")
+        if self.moe is not None:
+            bad = [i for i in self.moe.dense_layers if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(f"moe.dense_layers: layer indices {bad} outside 0..{self.num_layers - 1}")
+        if self.sliding_window is not None and self.sliding_window.layers is not None:
+            bad = [i for i in self.sliding_window.layers if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(
+                    f"sliding_window.layers: layer indices {bad} outside 0..{self.num_layers - 1}"
+                )
+        return self
+
+    # --- derived shapes used everywhere -------------------------------------------------------
+
+    @property
+    def gqa_group(self) -> int:
+        """Query heads per KV head."""
+        return self.num_attention_heads // self.num_kv_heads
+
+    @property
+    def attention_kind(self) -> Literal["mha", "gqa", "mqa", "mla"]:
+        if self.mla is not None:
+            return "mla"
+        if self.num_kv_heads == self.num_attention_heads:
+            return "mha"
+        if self.num_kv_heads == 1:
+            return "mqa"
+        return "gqa"
+
+    @property
+    def total_layers(self) -> int:
+        """All transformer blocks, decoder stack included for encoder-decoder models."""
+        extra = self.encoder_decoder.num_decoder_layers if self.encoder_decoder else 0
+        return self.num_layers + extra
+
+    def is_moe_layer(self, index: int) -> bool:
+        if self.moe is None or index in self.moe.dense_layers:
+            return False
+        return (index + 1) % self.moe.moe_layer_interval == 0
+
+    def uses_sliding_window(self, index: int) -> bool:
+        if self.sliding_window is None:
+            return False
+        return self.sliding_window.layers is None or index in self.sliding_window.layers

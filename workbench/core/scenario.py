@@ -1,0 +1,230 @@
+"""Scenario: what the user wants to run, on how many GPUs, laid out how, at what price.
+
+A scenario names its model and accelerator by id (catalog or project-custom) so that a project
+file stays small and a catalog correction reaches every scenario. Every knob the estimators use
+lives here; each field's description is the GUI tooltip and the CLI help.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from workbench.core.dtypes import ACTIVATION_DTYPES, DType, WeightFormat
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Workload(str, Enum):
+    INFERENCE = "inference"
+    FINETUNE = "finetune"
+    PRETRAIN = "pretrain"
+
+
+class FinetuneMethod(str, Enum):
+    FULL = "full"
+    LORA = "lora"
+    QLORA = "qlora"
+
+
+class Optimizer(str, Enum):
+    ADAMW = "adamw"
+    ADAMW_8BIT = "adamw-8bit"
+    SGD_MOMENTUM = "sgd-momentum"
+    ADAFACTOR = "adafactor"
+
+
+class Recompute(str, Enum):
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+class AttentionKernel(str, Enum):
+    EAGER = "eager"
+    SDPA = "sdpa"
+    FLASH = "flash"
+
+
+class Offload(str, Enum):
+    NONE = "none"
+    CPU = "cpu"
+    NVME = "nvme"
+
+
+class PipelineSchedule(str, Enum):
+    ONE_F_ONE_B = "1f1b"
+    INTERLEAVED = "interleaved"
+    GPIPE = "gpipe"
+
+
+class Parallelism(BaseModel):
+    """How the model and the batch are split over GPUs."""
+
+    model_config = _FROZEN
+
+    tp: int = Field(1, gt=0, description="Tensor parallel degree: each layer's matrices split over this many GPUs.")
+    pp: int = Field(1, gt=0, description="Pipeline parallel degree: layers split into this many stages.")
+    dp: int = Field(1, gt=0, description="Data parallel degree: model replicas, each on its own share of the batch.")
+    ep: int = Field(1, gt=0, description="Expert parallel degree: MoE experts split over this many GPUs.")
+    sequence_parallel: bool = Field(
+        False, description="Split norm/dropout activations along the sequence across the TP group (Megatron-LM SP)."
+    )
+    zero_stage: int = Field(
+        0, ge=0, le=3, description="ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights (FSDP)."
+    )
+    pipeline_schedule: PipelineSchedule = Field(
+        PipelineSchedule.ONE_F_ONE_B, description="Pipeline schedule; interleaved shrinks the bubble."
+    )
+    virtual_stages: int = Field(1, gt=0, description="Model chunks per pipeline rank (interleaved schedule).")
+    offload_optimizer: Offload = Field(Offload.NONE, description="Keep optimizer states in CPU RAM or NVMe.")
+    offload_params: Offload = Field(Offload.NONE, description="Keep weights in CPU RAM or NVMe between uses (ZeRO-3).")
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def world_size(self) -> int:
+        """GPUs one replica set needs: TP x PP x DP (EP reuses the DP ranks, as in Megatron)."""
+        return self.tp * self.pp * self.dp
+
+
+class ServingOptions(BaseModel):
+    """Inference-server behaviour (vLLM / TensorRT-LLM / SGLang style)."""
+
+    model_config = _FROZEN
+
+    gpu_memory_utilization: float = Field(
+        0.9, gt=0, le=1, description="Fraction of GPU memory the server claims up front (vLLM default 0.9)."
+    )
+    paged_kv: bool = Field(True, description="KV cache in fixed-size pages (PagedAttention).")
+    kv_block_size: int = Field(16, gt=0, description="Tokens per KV-cache page (vLLM default 16).")
+    continuous_batching: bool = Field(True, description="New requests join the running batch between steps.")
+    chunked_prefill: bool = Field(False, description="Long prompts are prefilled in chunks mixed with decode steps.")
+    prefill_chunk_tokens: int = Field(2048, gt=0, description="Tokens per prefill chunk when chunked prefill is on.")
+    disaggregated: bool = Field(False, description="Prefill and decode run on separate GPU pools.")
+    speculative_draft_params: float | None = Field(
+        None, gt=0, description="Parameters of a draft model for speculative decoding (None: off)."
+    )
+    speculative_tokens: int = Field(4, gt=0, description="Tokens the draft proposes per step.")
+    speculative_acceptance: float = Field(
+        0.7, gt=0, le=1, description="Probability that the target model accepts each drafted token."
+    )
+
+
+class Pricing(BaseModel):
+    """Money, power and carbon. None means: take the catalog's typical figure."""
+
+    model_config = _FROZEN
+
+    cloud_usd_per_gpu_hour: float | None = Field(None, gt=0, description="Rental price per GPU-hour, USD.")
+    purchase_usd_per_gpu: float | None = Field(None, gt=0, description="Purchase price per GPU, USD.")
+    server_overhead_fraction: float = Field(
+        0.5, ge=0, description="Server, network and install cost as a fraction of the GPUs' price."
+    )
+    power_usd_per_kwh: float = Field(0.12, ge=0, description="Electricity price, USD per kWh.")
+    pue: float = Field(1.3, ge=1, le=3, description="Power usage effectiveness of the data centre.")
+    grid_kg_co2_per_kwh: float = Field(0.4, ge=0, description="Carbon intensity of the grid, kg CO2e per kWh.")
+    years: float = Field(3.0, gt=0, le=10, description="Ownership period for buy-vs-rent.")
+    utilization: float = Field(0.7, gt=0, le=1, description="Fraction of owned hours the GPUs do useful work.")
+
+
+class Scenario(BaseModel):
+    """One workload on one hardware setup. Validated; immutable (edits make a new one)."""
+
+    model_config = _FROZEN
+
+    schema_version: int = Field(1, description="Format version of this payload.")
+    name: str = Field("Scenario", min_length=1, description="Name shown in the scenario list.")
+    model: str = Field(min_length=1, description="Model id (catalog or project) or a config.json path.")
+    gpu: str = Field(min_length=1, description="Accelerator id (catalog or custom).")
+    node: str | None = Field(None, description="Node shape id (None: the accelerator's usual server).")
+    num_gpus: int = Field(1, gt=0, description="GPUs in the job.")
+
+    workload: Workload = Field(Workload.INFERENCE, description="Serving, fine-tuning or pre-training.")
+    method: FinetuneMethod = Field(
+        FinetuneMethod.FULL, description="Fine-tuning method: full weights, LoRA adapters, or LoRA on 4-bit weights."
+    )
+    lora_rank: int = Field(16, gt=0, description="LoRA adapter rank r.")
+    lora_targets: str = Field(
+        "all-linear", pattern="^(all-linear|attention)$", description="Which projections get LoRA adapters."
+    )
+
+    dtype: DType = Field(DType.BF16, description="Compute and activation precision.")
+    weights: WeightFormat | None = Field(
+        None, description="How weights are stored (None: same as dtype). int4/nf4/fp4 carry scale overhead."
+    )
+    quant_group_size: int = Field(128, gt=0, description="Weights per quantization group (int4).")
+    kv_dtype: DType | None = Field(None, description="KV-cache precision (None: same as dtype).")
+
+    batch_size: int = Field(1, gt=0, description="Sequences per step on one replica: micro-batch or concurrent requests.")
+    seq_len: int = Field(2048, gt=0, description="Tokens per sequence: the prompt for inference, the sample for training.")
+    gen_len: int = Field(256, ge=0, description="Output tokens generated per request (inference).")
+    global_batch_size: int | None = Field(
+        None, gt=0, description="Sequences per optimizer step over all replicas (training; None: batch x DP)."
+    )
+    train_tokens: float | None = Field(None, gt=0, description="Tokens to train on (for time and cost of a run).")
+
+    parallel: Parallelism = Field(default_factory=Parallelism, description="TP/PP/DP/EP, ZeRO and offload.")
+    optimizer: Optimizer = Field(Optimizer.ADAMW, description="Optimizer whose states are kept.")
+    master_weights: bool = Field(
+        True, description="Keep an fp32 copy of 16-bit weights (mixed-precision training)."
+    )
+    recompute: Recompute = Field(Recompute.NONE, description="Activation recomputation (gradient checkpointing).")
+    attention: AttentionKernel = Field(
+        AttentionKernel.FLASH, description="Attention kernel: eager keeps the s x s scores; sdpa/flash do not."
+    )
+    serving: ServingOptions = Field(default_factory=ServingOptions, description="Inference-server options.")
+    pricing: Pricing = Field(default_factory=Pricing, description="Prices, power and ownership period.")
+    mfu: float | None = Field(None, gt=0, le=1, description="Override: achieved fraction of peak FLOPS.")
+    assumptions: dict[str, float] = Field(
+        default_factory=dict, description="Overrides of named estimator assumptions, by id."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        if self.dtype not in ACTIVATION_DTYPES:
+            raise ValueError(
+                f"dtype: {self.dtype.value} is not a compute precision; use one of "
+                + ", ".join(d.value for d in ACTIVATION_DTYPES)
+            )
+        if self.kv_dtype is not None and self.kv_dtype not in ACTIVATION_DTYPES:
+            raise ValueError(f"kv_dtype: {self.kv_dtype.value} is not supported for the KV cache")
+        if self.method is FinetuneMethod.QLORA and self.weights not in (None, WeightFormat.NF4, WeightFormat.INT4):
+            raise ValueError(f"weights: QLoRA stores weights in nf4 or int4, not {self.weights.value}")
+        if self.parallel.world_size > self.num_gpus:
+            raise ValueError(
+                f"parallel: TP x PP x DP = {self.parallel.world_size} needs more GPUs than num_gpus ({self.num_gpus})"
+            )
+        if self.parallel.ep > self.parallel.dp * self.parallel.tp:
+            raise ValueError(f"parallel.ep: {self.parallel.ep} exceeds DP x TP ({self.parallel.dp * self.parallel.tp})")
+        if self.global_batch_size is not None and self.global_batch_size % (self.batch_size * self.parallel.dp):
+            raise ValueError(
+                f"global_batch_size: {self.global_batch_size} is not a multiple of batch_size x dp "
+                f"({self.batch_size * self.parallel.dp})"
+            )
+        return self
+
+    @property
+    def weight_format(self) -> WeightFormat:
+        if self.weights is not None:
+            return self.weights
+        if self.method is FinetuneMethod.QLORA:
+            return WeightFormat.NF4
+        return WeightFormat(self.dtype.value)
+
+    @property
+    def kv_cache_dtype(self) -> DType:
+        return self.kv_dtype or self.dtype
+
+    @property
+    def is_training(self) -> bool:
+        return self.workload is not Workload.INFERENCE
+
+    @property
+    def grad_accumulation_steps(self) -> int:
+        if self.global_batch_size is None:
+            return 1
+        return self.global_batch_size // (self.batch_size * self.parallel.dp)

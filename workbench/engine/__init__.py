@@ -1,0 +1,1 @@
+"""Estimation engine: estimator protocol, result types, pipeline, solvers, sweeps. No Qt."""

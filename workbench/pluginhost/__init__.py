@@ -1,0 +1,1 @@
+"""Plugin host: pluggy hookspecs, guarded loading, plugin status records. No Qt."""

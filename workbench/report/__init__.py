@@ -1,0 +1,1 @@
+"""Sizing reports: PDF, CSV, JSON and HTML writers."""

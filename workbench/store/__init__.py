@@ -1,0 +1,1 @@
+"""Project files in SQLite. No Qt."""
