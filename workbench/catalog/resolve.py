@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from workbench.core.errors import CatalogError
 from workbench.core.hardware import Accelerator, Cluster
 from workbench.core.model import ModelArchitecture
 from workbench.core.project import Project
+from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedScenario:
-    """A scenario with its model and hardware looked up; the engine's input."""
-
-    scenario: Scenario
-    model: ModelArchitecture
-    cluster: Cluster
 
 
 def resolve_model_ref(ref: str, project: Project | None = None) -> ModelArchitecture:
