@@ -184,6 +184,122 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- estimate, sweep, solve, plugins -----------------------------------------------------------
+
+
+def _resolved_from_args(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.scenario_flags import scenario_from_args
+
+    return resolve_scenario(scenario_from_args(args))
+
+
+def _cmd_estimate(args: argparse.Namespace) -> int:
+    from workbench.explain import render
+    from workbench.pluginhost import default_engine
+
+    estimate = default_engine().run(_resolved_from_args(args))
+    if args.json:
+        _emit_json(estimate.to_json(explain=True))
+    else:
+        print(render(estimate, explain=args.explain))
+    return 0
+
+
+_DEFAULT_SWEEP_KEYS = (
+    "memory.per_gpu.total",
+    "memory.fits",
+    "kv_cache.bytes",
+    "flops.forward",
+    "roofline.bound",
+    "performance.ttft_s",
+    "performance.tpot_s",
+    "performance.tokens_per_s",
+    "performance.step_time_s",
+    "cost.usd_per_million_tokens",
+)
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import csv
+
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.sweep import parse_axis, run_sweep
+    from workbench.pluginhost import default_engine
+    from workbench.scenario_flags import scenario_from_args
+
+    if not args.vary:
+        raise InputError("sweep: give at least one --vary FIELD=V1,V2,...")
+    base = scenario_from_args(args)
+    axes = [parse_axis(spec, base) for spec in args.vary]
+    keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
+    names = [axis.name for axis in axes]
+    points = run_sweep(base, axes, resolve_scenario, default_engine())
+    if args.format == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow([*names, *keys, "error"])
+        for point in points:
+            values = [point.estimate.get(k) if point.estimate else None for k in keys]
+            writer.writerow([*point.settings.values(), *("" if v is None else v for v in values), point.error or ""])
+        return 0
+    rows = []
+    for point in points:
+        row: dict[str, Any] = dict(point.settings)
+        for k in keys:
+            row[k] = point.estimate.get(k) if point.estimate else None
+        row["error"] = point.error
+        rows.append(row)
+    _emit_json({"varied": names, "keys": keys, "count": len(rows), "points": rows})
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from workbench.engine import solvers
+    from workbench.pluginhost import default_engine
+
+    engine = default_engine()
+    resolved = _resolved_from_args(args)
+    doc: dict[str, Any] = {"question": args.question}
+    if args.question == "min-gpus":
+        layout = solvers.min_gpus(engine, resolved)
+        doc["answer"] = None if layout is None else {"num_gpus": layout.tp * layout.pp * layout.dp, **layout.as_dict()}
+        text = ("nothing fits within the search limit" if layout is None else
+                f"{layout.tp * layout.pp * layout.dp} GPUs (TP {layout.tp} x PP {layout.pp} x DP {layout.dp})")
+    elif args.question in ("max-batch", "max-context"):
+        field = "batch_size" if args.question == "max-batch" else "seq_len"
+        found = solvers.largest_fitting(engine, resolved, field)
+        doc["answer"] = None if found is None else {field: found[0], "memory_per_gpu": found[1].get("memory.per_gpu.total")}
+        text = "nothing fits, even at 1" if found is None else f"{field} = {found[0]:,}"
+    else:
+        found_layouts = solvers.layouts(engine, resolved)
+        doc["answer"] = [layout.as_dict() for layout in found_layouts]
+        text = "\n".join(
+            f"  TP {l.tp:>2} x PP {l.pp:>2} x DP {l.dp:>3}  {'fits' if l.fits else 'OOM '}  "
+            f"{format_bytes(float(l.estimate.get('memory.per_gpu.total') or 0))}/GPU"
+            for l in found_layouts
+        ) or "no layout"
+    if args.json:
+        _emit_json(doc)
+    else:
+        print(f"{args.question}: {text}" if args.question != "layouts" else f"layouts, best first:\n{text}")
+    return 0
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    from workbench.pluginhost import get_host
+
+    statuses = get_host().status_list()
+    if args.json:
+        _emit_json({"plugins": [s.as_dict() for s in statuses]})
+        return 0
+    for s in statuses:
+        what = ", ".join(f"{n} {k}" for k, n in s.registered.items()) or "nothing registered"
+        print(f"{s.name:<28} {s.version or '-':<8} {s.status:<9} {s.origin}  ({what})")
+        if s.error:
+            print(f"    error: {s.error}")
+    return 0
+
+
 # --- entry --------------------------------------------------------------------------------------
 
 
@@ -212,6 +328,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_flags(scen)
     scen.add_argument("--json", action="store_true", help="print the scenario as JSON (a --scenario file)")
     scen.set_defaults(handler=_cmd_scenario)
+
+    est = sub.add_parser("estimate", help="memory, compute, speed and cost of one scenario")
+    add_scenario_flags(est)
+    est.add_argument("--json", action="store_true", help="one JSON document on stdout (see README)")
+    est.add_argument("--explain", action="store_true", help="print every formula and assumption")
+    est.set_defaults(handler=_cmd_estimate)
+
+    sweep = sub.add_parser("sweep", help="estimate every combination of varied fields")
+    add_scenario_flags(sweep)
+    sweep.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
+                       help="a field and its values (repeatable), e.g. batch=1,2,4 or batch=1..512")
+    sweep.add_argument("--keys", help="comma-separated result keys to output")
+    sweep.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
+    sweep.set_defaults(handler=_cmd_sweep)
+
+    solve = sub.add_parser("solve", help="inverse questions: fewest GPUs, largest batch/context, layouts")
+    solve.add_argument("question", choices=["min-gpus", "max-batch", "max-context", "layouts"])
+    add_scenario_flags(solve)
+    solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    solve.set_defaults(handler=_cmd_solve)
+
+    plugins = sub.add_parser("plugins", help="list plugins with version, origin and status")
+    plugins.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    plugins.set_defaults(handler=_cmd_plugins)
     return parser
 
 

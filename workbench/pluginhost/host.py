@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from types import ModuleType
 from typing import Any
 
 import pluggy
@@ -185,7 +184,8 @@ class PluginHost:
                     impl.function(register=register)
                 except Exception as exc:  # noqa: BLE001 - a raising hook or garbage registration
                     status.status = FAILED
-                    status.error = f"{hook_name}: {_describe(exc)}"
+                    problem = f"{hook_name}: {_describe(exc)}"
+                    status.error = f"{status.error}; {problem}" if status.error else problem
                     continue
                 getattr(registry, bucket).extend(accepted)
                 if accepted:
@@ -197,14 +197,12 @@ class PluginHost:
 
 
 def _version_of(obj: object) -> str:
-    version = getattr(obj, "__version__", None) or getattr(obj, "VERSION", None)
-    if version:
-        return str(version)
-    if isinstance(obj, ModuleType):
-        return ""
-    return ""
+    return str(getattr(obj, "__version__", "") or "")
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    """One line for a status record: the exception type and its message, lines joined."""
+    text = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    if len(text) > 400:
+        text = text[:397] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
