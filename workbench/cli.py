@@ -50,7 +50,7 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
             fp8 = a.dense_tflops.get("fp8")  # type: ignore[call-overload]
             print(
                 f"{a.id:<22} {a.name[:40]:<40} {a.memory_gib:>6.0f} GiB {a.memory_bandwidth_gbps:>7.0f} "
-                f"{_num(bf16):>11} {_num(fp8):>7} {a.tdp_watts:>6.0f}"
+                f"{_num(bf16):>11} {_num(fp8):>7} {_num(a.tdp_watts):>6}"
             )
         print(f"{len(accelerators)} accelerators; dense TFLOPS; `--json` for sources")
         return 0

@@ -12,7 +12,7 @@ import pytest
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.pipeline import Engine
 from workbench.engine.quantity import Outputs, q
-from workbench.pluginhost.host import PluginHost
+from workbench.pluginhost.host import FIRST_PARTY, PluginHost
 
 hookimpl = pluggy.HookimplMarker("workbench")
 
@@ -116,5 +116,5 @@ def test_disabled_plugins_are_not_loaded() -> None:
 def test_first_party_plugins_load() -> None:
     host = PluginHost(entry_point_group=None)
     statuses = {s.name: s.status for s in host.status_list()}
-    assert statuses == {"workbench_memory": "loaded", "workbench_compute": "loaded"}
+    assert statuses == {name: "loaded" for name in FIRST_PARTY}
     assert len(host.registry.estimators) >= 2

@@ -26,7 +26,7 @@ from workbench.engine.estimator import ESTIMATOR_CONTRACT, Estimator, EstimatorI
 from workbench.pluginhost import hookspecs
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
-FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute")
+FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost")
 
 LOADED, FAILED, DISABLED = "loaded", "failed", "disabled"
 
