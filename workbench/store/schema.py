@@ -1,0 +1,47 @@
+"""The project file's schema, as named sqlite-utils migrations.
+
+A project file is an SQLite database marked with our ``application_id``; ``user_version`` holds
+the format version. Scalar columns hold what is listed and sorted; ``payload_json`` columns hold
+pydantic payloads, each with its own ``schema_version``. Add a step at the end to change the
+schema; never edit a released step (files in the wild have run it).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+#: "GPWB" as a big-endian int: marks a SQLite file as a workbench project.
+APPLICATION_ID = 0x47505742
+#: Bumped by every migration step that changes what a file holds.
+FORMAT_VERSION = 1
+
+migrations = Migrations("workbench_project")
+
+
+@migrations(name="0001_initial")
+def _initial(db: Database) -> None:
+    db["meta"].create({"key": str, "value": str}, pk="key")
+    db["models"].create(
+        {"id": str, "name": str, "family": str, "schema_version": int, "payload_json": str}, pk="id"
+    )
+    db["accelerators"].create(
+        {"id": str, "name": str, "schema_version": int, "payload_json": str}, pk="id"
+    )
+    db["scenarios"].create(
+        {
+            "name": str,
+            "position": int,
+            "model": str,
+            "gpu": str,
+            "workload": str,
+            "num_gpus": int,
+            "schema_version": int,
+            "payload_json": str,
+        },
+        pk="name",
+    )
+    db["scenarios"].create_index(["position"])
+    db["comparisons"].create({"name": str, "position": int, "payload_json": str}, pk="name")
+    db["estimates"].create(
+        {"scenario": str, "input_hash": str, "app_version": str, "payload_json": str}, pk="scenario"
+    )
