@@ -167,11 +167,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_scenario(args: argparse.Namespace) -> int:
-    from workbench.scenario_flags import scenario_from_args
-    from workbench.catalog.resolve import resolve_scenario
-
-    scenario = scenario_from_args(args)
-    resolved = resolve_scenario(scenario)
+    resolved = _resolved_from_args(args)
+    scenario = resolved.scenario
     if args.json:
         _emit_json(scenario.model_dump(mode="json"))
         return 0
@@ -189,9 +186,10 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
 
 def _resolved_from_args(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.scenario_flags import scenario_from_args
+    from workbench.scenario_flags import project_from_args, scenario_from_args
 
-    return resolve_scenario(scenario_from_args(args))
+    project = project_from_args(args)
+    return resolve_scenario(scenario_from_args(args, project), project)
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
@@ -226,15 +224,16 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from workbench.catalog.resolve import resolve_scenario
     from workbench.engine.sweep import parse_axis, run_sweep
     from workbench.pluginhost import default_engine
-    from workbench.scenario_flags import scenario_from_args
+    from workbench.scenario_flags import project_from_args, scenario_from_args
 
     if not args.vary:
         raise InputError("sweep: give at least one --vary FIELD=V1,V2,...")
-    base = scenario_from_args(args)
+    project = project_from_args(args)
+    base = scenario_from_args(args, project)
     axes = [parse_axis(spec, base) for spec in args.vary]
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
-    points = run_sweep(base, axes, resolve_scenario, default_engine())
+    points = run_sweep(base, axes, lambda s: resolve_scenario(s, project), default_engine())
     if args.format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([*names, *keys, "error"])
@@ -348,6 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_flags(solve)
     solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
     solve.set_defaults(handler=_cmd_solve)
+
+    from workbench.cli_project import add_project_commands
+
+    add_project_commands(sub, _Parser, add_scenario_flags)
 
     plugins = sub.add_parser("plugins", help="list plugins with version, origin and status")
     plugins.add_argument("--json", action="store_true", help="one JSON document on stdout")

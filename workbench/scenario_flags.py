@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from workbench.core.dtypes import WeightFormat
 from workbench.core.errors import InputError, describe_validation_error
+from workbench.core.project import Project
 from workbench.core.scenario import (
     AttentionKernel,
     FinetuneMethod,
@@ -78,7 +79,11 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     source = group.add_mutually_exclusive_group()
     source.add_argument("--model", help="model id (see `catalog models`)")
     source.add_argument("--model-config", metavar="PATH", help="a config.json file or model folder")
-    group.add_argument("--scenario", metavar="FILE", help="a scenario in JSON or YAML; flags override it")
+    group.add_argument(
+        "--scenario", metavar="FILE|NAME",
+        help="a scenario file (JSON or YAML), or with --project a scenario's name; flags override it",
+    )
+    group.add_argument("--project", metavar="FILE", help="a project file (.gpuwb) holding the scenario")
     for flag, dest, typ, choices, help_text in _FLAGS:
         kwargs: dict[str, Any] = {"dest": _dest(dest), "help": help_text, "default": None}
         if choices is not None:
@@ -115,9 +120,27 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def scenario_from_args(args: argparse.Namespace) -> Scenario:
+def project_from_args(args: argparse.Namespace) -> Project | None:
+    """The project named by ``--project``, or None."""
+    if not getattr(args, "project", None):
+        return None
+    from workbench.store import open_project
+
+    return open_project(args.project)
+
+
+def scenario_from_args(args: argparse.Namespace, project: Project | None = None) -> Scenario:
     """Build and validate the scenario the flags (and optional ``--scenario`` file) describe."""
-    data: dict[str, Any] = read_scenario_file(args.scenario) if args.scenario else {}
+    if project is not None:
+        if not args.scenario:
+            names = ", ".join(s.name for s in project.scenarios) or "none"
+            raise InputError(f"--project: name a scenario with --scenario NAME (scenarios: {names})")
+        try:
+            data: dict[str, Any] = project.scenario(args.scenario).model_dump(mode="json")
+        except KeyError as exc:
+            raise InputError(f"{args.project}: {exc.args[0]}") from None
+    else:
+        data = read_scenario_file(args.scenario) if args.scenario else {}
     if args.model:
         data["model"] = args.model
     if args.model_config:

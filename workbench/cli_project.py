@@ -1,0 +1,170 @@
+"""`gpu-workbench project ...`: create and edit project files without the window."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.core.errors import InputError
+from workbench.core.project import Project
+
+
+def _emit(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def _locked_edit(path: str, edit: Any) -> Project:
+    """Open, change and save a project while holding its lock (refused if the window has it)."""
+    from workbench.store import ProjectLock, open_project, save_project
+
+    lock = ProjectLock(path)
+    lock.acquire()
+    try:
+        project = edit(open_project(path))
+        return save_project(project, path)
+    finally:
+        lock.release()
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    from workbench.store import save_project
+
+    path = Path(args.file)
+    if path.exists() and not args.force:
+        raise InputError(f"{path}: already exists (use --force to replace it)")
+    save_project(Project(name=args.name or path.stem, author=args.author or ""), path)
+    print(f"created {path}")
+    return 0
+
+
+def _cmd_add_scenario(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.core.errors import describe_validation_error
+    from workbench.scenario_flags import scenario_from_args
+    from workbench.store import open_project
+
+    project_path = args.project_file
+    args.project = None  # the scenario comes from flags / a scenario file, not from the project
+    scenario = scenario_from_args(args)
+    resolve_scenario(scenario, open_project(project_path))  # unknown ids are refused before saving
+
+    def add(project: Project) -> Project:
+        if any(s.name == scenario.name for s in project.scenarios):
+            raise InputError(f"{project_path}: a scenario named '{scenario.name}' exists already")
+        try:
+            return Project.model_validate({**project.model_dump(), "scenarios": [*project.scenarios, scenario]})
+        except ValidationError as exc:
+            raise InputError(describe_validation_error(exc, project_path)) from None
+
+    _locked_edit(project_path, add)
+    print(f"added scenario '{scenario.name}' to {project_path}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from workbench.store import open_project
+
+    project = open_project(args.file)
+    if args.json:
+        _emit({
+            "name": project.name,
+            "author": project.author,
+            "created": project.created.isoformat(),
+            "modified": project.modified.isoformat(),
+            "models": sorted(project.models),
+            "accelerators": sorted(project.accelerators),
+            "scenarios": [
+                {"name": s.name, "model": s.model, "gpu": s.gpu, "num_gpus": s.num_gpus, "workload": s.workload.value}
+                for s in project.scenarios
+            ],
+        })
+        return 0
+    print(f"{project.name}  ({len(project.scenarios)} scenarios, modified {project.modified:%Y-%m-%d %H:%M} UTC)")
+    for s in project.scenarios:
+        print(f"  {s.name:<32} {s.workload.value:<10} {s.model:<24} {s.num_gpus} x {s.gpu}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from workbench.store import export_json, open_project
+
+    project = open_project(args.file)
+    if args.scenario:
+        try:
+            text = project.scenario(args.scenario).model_dump_json(indent=2)
+        except KeyError as exc:
+            raise InputError(f"{args.file}: {exc.args[0]}") from None
+    else:
+        text = export_json(project)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from workbench.store import import_json, save_project, scenario_from_json
+
+    source = Path(args.json_file)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    target = Path(args.file)
+    try:
+        is_scenario = "scenarios" not in json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        raise InputError(f"{source}: not valid JSON") from None
+    if is_scenario:
+        scenario = scenario_from_json(text, str(source))
+        _locked_edit(str(target), lambda p: Project.model_validate(
+            {**p.model_dump(), "scenarios": [*p.scenarios, scenario]}))
+        print(f"added scenario '{scenario.name}' to {target}")
+        return 0
+    if target.exists() and not args.force:
+        raise InputError(f"{target}: already exists (use --force to replace it with the imported project)")
+    save_project(import_json(text, str(source)), target)
+    print(f"wrote {target}")
+    return 0
+
+
+def add_project_commands(sub: Any, parser_class: type, add_scenario_flags: Any) -> None:
+    project = sub.add_parser("project", help="create, list, edit, import and export project files")
+    commands = project.add_subparsers(dest="project_command", metavar="ACTION", required=True,
+                                      parser_class=parser_class)
+
+    new = commands.add_parser("new", help="create an empty project file")
+    new.add_argument("file")
+    new.add_argument("--name", help="project name (default: the file name)")
+    new.add_argument("--author", help="who prepares the sizing")
+    new.add_argument("--force", action="store_true", help="replace an existing file")
+    new.set_defaults(handler=_cmd_new)
+
+    add = commands.add_parser("add-scenario", help="add a scenario described by scenario flags")
+    add.add_argument("project_file", metavar="FILE")
+    add_scenario_flags(add)
+    add.set_defaults(handler=_cmd_add_scenario)
+
+    lst = commands.add_parser("list", help="list a project's scenarios")
+    lst.add_argument("file")
+    lst.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    lst.set_defaults(handler=_cmd_list)
+
+    exp = commands.add_parser("export", help="a project (or one scenario) as JSON")
+    exp.add_argument("file")
+    exp.add_argument("--scenario", metavar="NAME", help="export only this scenario")
+    exp.add_argument("-o", "--output", help="write here instead of stdout")
+    exp.set_defaults(handler=_cmd_export)
+
+    imp = commands.add_parser("import", help="a project JSON into a new file, or a scenario JSON into a project")
+    imp.add_argument("file", help="project file to write or extend")
+    imp.add_argument("json_file", metavar="JSON")
+    imp.add_argument("--force", action="store_true", help="replace an existing project file")
+    imp.set_defaults(handler=_cmd_import)
