@@ -59,7 +59,11 @@ class Accelerator(BaseModel):
     sparse_tflops: dict[DType, float] = Field(
         default_factory=dict, description="Peak TFLOPS with 2:4 structured sparsity, where published."
     )
-    tdp_watts: float = Field(gt=0, description="Board / module power limit in watts.")
+    tdp_watts: float | None = Field(
+        None,
+        gt=0,
+        description="Board / module power limit in watts; None where the vendor publishes none.",
+    )
     interconnect: str | None = Field(None, description="Scale-up link: NVLink 4, Infinity Fabric, ICI, ...")
     interconnect_gbps: float | None = Field(
         None, ge=0, description="Scale-up bandwidth per device in GB/s, both directions summed."
