@@ -32,6 +32,26 @@ def format_quantity(quantity: Quantity) -> str:
     return f"{text} {unit}".rstrip()
 
 
+_SECTION_TITLES = {"kv_cache": "KV cache", "flops": "FLOPs", "roofline": "Roofline", "cost": "Cost and energy"}
+
+
+def _quantity_lines(items: list[tuple[str, Quantity]], explain: bool) -> list[str]:
+    lines = []
+    for key, quantity in items:
+        if quantity.value is None and not explain:
+            continue  # does not apply to this workload
+        lines.append(f"  {quantity.label or key:<44} {format_quantity(quantity)}")
+        if explain:
+            lines.append(f"      key: {key}")
+            if quantity.formula:
+                lines.append(f"      = {quantity.formula}")
+            if quantity.assumptions:
+                lines.append(f"      assumes: {', '.join(quantity.assumptions)}")
+            if quantity.note:
+                lines.append(f"      note: {quantity.note}")
+    return lines
+
+
 def render(estimate: Estimate, explain: bool = False) -> str:
     resolved = estimate.resolved
     s = resolved.scenario
@@ -48,23 +68,14 @@ def render(estimate: Estimate, explain: bool = False) -> str:
             lines.append(f"\n{title}:")
             for w in group:
                 lines.append(f"  [{w.code}] {w.message}" + (f"\n      fix: {w.fix}" if w.fix else ""))
-    section = None
+    sections: dict[str, list[tuple[str, Quantity]]] = {}
     for key, quantity in estimate.values.items():
-        head = key.split(".")[0]
-        if head != section:
-            section = head
-            lines.append(f"\n{head.replace('_', ' ').capitalize()}:")
-        label = quantity.label or key
-        lines.append(f"  {label:<44} {format_quantity(quantity)}")
-        if explain:
-            lines.append(f"      key: {key}")
-            if quantity.formula:
-                lines.append(f"      = {quantity.formula}")
-            if quantity.assumptions:
-                lines.append(f"      assumes: {', '.join(quantity.assumptions)}")
-            if quantity.note:
-                lines.append(f"      note: {quantity.note}")
+        sections.setdefault(key.split(".")[0], []).append((key, quantity))
+    for head, items in sections.items():
+        lines.append(f"\n{_SECTION_TITLES.get(head, head.replace('_', ' ').capitalize())}:")
+        lines.extend(_quantity_lines(items, explain))
     if estimate.failures:
+
         lines.append("\nEstimators that failed (their numbers are missing):")
         lines.extend(f"  {f.estimator}: {f.message}" for f in estimate.failures)
     if explain:
