@@ -222,7 +222,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import csv
 
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.engine.sweep import parse_axis, run_sweep
+    from workbench.engine.sweep import parse_axis, sweep_rows
     from workbench.pluginhost import default_engine
     from workbench.scenario_flags import project_from_args, scenario_from_args
 
@@ -233,21 +233,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     axes = [parse_axis(spec, base) for spec in args.vary]
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
-    points = run_sweep(base, axes, lambda s: resolve_scenario(s, project), default_engine())
+    rows_out = sweep_rows(base, axes, lambda s: resolve_scenario(s, project), default_engine(), keys)
     if args.format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow([*names, *keys, "error"])
-        for point in points:
-            values = [point.estimate.get(k) if point.estimate else None for k in keys]
-            writer.writerow([*point.settings.values(), *("" if v is None else v for v in values), point.error or ""])
+        for r in rows_out:
+            values = [r.values[k] for k in keys]
+            writer.writerow([*r.settings.values(), *("" if v is None else v for v in values), r.error or ""])
         return 0
-    rows = []
-    for point in points:
-        row: dict[str, Any] = dict(point.settings)
-        for k in keys:
-            row[k] = point.estimate.get(k) if point.estimate else None
-        row["error"] = point.error
-        rows.append(row)
+    rows = [{**r.settings, **r.values, "error": r.error} for r in rows_out]
     _emit_json({"varied": names, "keys": keys, "count": len(rows), "points": rows})
     return 0
 

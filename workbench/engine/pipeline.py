@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 from graphlib import CycleError, TopologicalSorter
 
 from workbench.core.resolved import ResolvedScenario
-from workbench.core.params import count_parameters
+from workbench.core.model import ModelArchitecture
+from workbench.core.params import ParameterCount, count_parameters
 from workbench.engine.assumptions import Assumption, AssumptionSet, index_assumptions
 from workbench.engine.estimate import Estimate
 from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator
@@ -26,6 +27,8 @@ class Engine:
         accepted = self._accept(estimators)
         self.estimators: tuple[Estimator, ...] = self._order(accepted)
         self.assumptions: dict[str, Assumption] = index_assumptions(e.info.assumptions for e in self.estimators)
+        self._plans: dict[frozenset[str], tuple[Estimator, ...]] = {}
+        self._param_cache: dict[int, tuple[ModelArchitecture, ParameterCount]] = {}
 
     def _accept(self, estimators: Sequence[Estimator]) -> list[Estimator]:
         """Drop estimators with a wrong contract, a duplicate id or key, or an unmet need."""
@@ -74,20 +77,56 @@ class Engine:
         by_id = {e.info.id: e for e in estimators}
         return tuple(by_id[i] for i in order)
 
-    def run(self, resolved: ResolvedScenario) -> Estimate:
-        """Estimate one scenario. An estimator that raises is recorded; the rest still run."""
+    def plan(self, wanted: Iterable[str] | None = None) -> tuple[Estimator, ...]:
+        """The estimators needed to produce ``wanted`` keys (all of them for None), in order."""
+        if wanted is None:
+            return self.estimators
+        key = frozenset(wanted)
+        cached = self._plans.get(key)
+        if cached is not None:
+            return cached
+        producer = {k: e for e in self.estimators for k in e.info.produces}
+        needed: set[str] = set()
+        stack = [producer[k].info.id for k in key if k in producer]
+        by_id = {e.info.id: e for e in self.estimators}
+        while stack:
+            ident = stack.pop()
+            if ident in needed:
+                continue
+            needed.add(ident)
+            stack.extend(producer[k].info.id for k in by_id[ident].info.needs if k in producer)
+        plan = tuple(e for e in self.estimators if e.info.id in needed)
+        self._plans[key] = plan
+        return plan
+
+    def _parameters(self, model: ModelArchitecture) -> ParameterCount:
+        """Parameter counts per model, cached: sweeps estimate one model thousands of times."""
+        hit = self._param_cache.get(id(model))
+        if hit is not None and hit[0] is model:
+            return hit[1]
+        counts = count_parameters(model)
+        if len(self._param_cache) > 256:
+            self._param_cache.clear()
+        self._param_cache[id(model)] = (model, counts)
+        return counts
+
+    def run(self, resolved: ResolvedScenario, wanted: Iterable[str] | None = None) -> Estimate:
+        """Estimate one scenario. An estimator that raises is recorded; the rest still run.
+
+        ``wanted`` limits the run to the estimators those keys need (sweeps, solvers).
+        """
         scenario = resolved.scenario
         assumptions = AssumptionSet(self.assumptions, scenario.assumptions)
         ctx = EstimateContext(
             scenario=scenario,
             model=resolved.model,
             cluster=resolved.cluster,
-            params=count_parameters(resolved.model),
+            params=self._parameters(resolved.model),
             assumptions=assumptions,
         )
         estimate = Estimate(resolved=resolved, values=ctx.values, assumptions=assumptions)
         failed_keys: set[str] = set()
-        for est in self.estimators:
+        for est in self.plan(wanted):
             info = est.info
             blocked = [k for k in info.needs if k not in ctx.values]
             if blocked:

@@ -7,7 +7,9 @@ resolved once per distinct id; points are plain ``model_copy`` variants of one s
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +72,79 @@ def run_sweep(
     axes: Sequence[Axis],
     resolve: Callable[[Scenario], ResolvedScenario],
     engine: Engine,
+    wanted: Sequence[str] | None = None,
 ) -> Iterator[SweepPoint]:
-    """Estimate every combination of the axes' values, in order."""
+    """Estimate every combination of the axes' values, in order (``wanted``: keys needed)."""
+    yield from _points(base, axes, resolve, engine, wanted, itertools.product(*(axis.values for axis in axes)))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRow:
+    """One sweep point reduced to plain values (picklable, for worker processes)."""
+
+    settings: dict[str, Any]
+    values: dict[str, Any]
+    error: str | None
+
+
+#: Below this many points one process is faster than starting workers.
+PARALLEL_THRESHOLD = 2000
+_JOB: dict[str, Any] = {}
+
+
+def sweep_rows(
+    base: Scenario,
+    axes: Sequence[Axis],
+    resolve: Callable[[Scenario], ResolvedScenario],
+    engine: Engine,
+    keys: Sequence[str],
+    workers: int | None = None,
+) -> Iterator[SweepRow]:
+    """Like :func:`run_sweep` but yields only ``keys``' values, using every core for big sweeps.
+
+    Worker processes are forked after the plugins and catalogs are loaded, so they start with
+    everything warm; each takes contiguous chunks of the point list and rows come back in order.
+    """
+    combos = list(itertools.product(*(axis.values for axis in axes)))
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers < 2 or len(combos) < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
+        yield from (_row(p, keys) for p in _points(base, axes, resolve, engine, keys, combos))
+        return
+    _JOB.update(base=base, axes=axes, resolve=resolve, engine=engine, keys=tuple(keys), combos=combos)
+    chunk = max(200, len(combos) // (workers * 4))
+    bounds = [(start, min(start + chunk, len(combos))) for start in range(0, len(combos), chunk)]
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            for rows in pool.imap(_work, bounds):
+                yield from rows
+    finally:
+        _JOB.clear()
+
+
+def _work(bounds: tuple[int, int]) -> list[SweepRow]:
+    job = _JOB
+    combos = job["combos"][bounds[0] : bounds[1]]
+    points = _points(job["base"], job["axes"], job["resolve"], job["engine"], job["keys"], combos)
+    return [_row(point, job["keys"]) for point in points]
+
+
+def _row(point: SweepPoint, keys: Sequence[str]) -> SweepRow:
+    if point.estimate is None:
+        return SweepRow(point.settings, dict.fromkeys(keys), point.error)
+    get = point.estimate.get
+    return SweepRow(point.settings, {k: get(k) for k in keys}, None)
+
+
+def _points(
+    base: Scenario,
+    axes: Sequence[Axis],
+    resolve: Callable[[Scenario], ResolvedScenario],
+    engine: Engine,
+    wanted: Sequence[str] | None,
+    combos: Iterable[tuple[Any, ...]],
+) -> Iterator[SweepPoint]:
     resolved_cache: dict[tuple[str, str, str | None], ResolvedScenario] = {}
-    for combo in itertools.product(*(axis.values for axis in axes)):
+    for combo in combos:
         settings = {axis.name: value for axis, value in zip(axes, combo)}
         changes = {axis.path: value for axis, value in zip(axes, combo)}
         if _LAYOUT_FIELDS.intersection(changes):
@@ -90,7 +161,7 @@ def run_sweep(
         except InputError as exc:
             yield SweepPoint(settings, None, str(exc))
             continue
-        yield SweepPoint(settings, engine.run(anchor.with_scenario(scenario)))
+        yield SweepPoint(settings, engine.run(anchor.with_scenario(scenario), wanted))
 
 
 def _fix_layout(base: Scenario, changes: dict[str, Any]) -> str | None:
@@ -104,9 +175,11 @@ def _fix_layout(base: Scenario, changes: dict[str, Any]) -> str | None:
         elif tp * pp * changes["parallel.dp"] > gpus:
             return f"TP x PP x DP = {tp * pp * changes['parallel.dp']} exceeds {gpus} GPUs"
         return None
-    gpus = base.num_gpus if gpus is None else gpus
+    if gpus is None:
+        # GPUs follow the layout: TP x PP x DP with the scenario's DP, as launchers count them.
+        changes["num_gpus"] = tp * pp * base.parallel.dp
+        return None
     if gpus % (tp * pp):
         return f"{gpus} GPUs do not split into TP x PP = {tp * pp}"
-    changes["num_gpus"] = gpus
     changes["parallel.dp"] = gpus // (tp * pp)
     return None

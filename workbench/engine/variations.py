@@ -90,6 +90,11 @@ def validated_value(base: Scenario, path: str, raw: Any) -> Any:
 def _keep_layout_consistent(data: dict[str, Any]) -> None:
     """When a sweep changes GPUs or a degree, DP absorbs the rest so TP x PP x DP = GPUs."""
     par = data["parallel"]
-    per_replica = par["tp"] * par["pp"]
-    if data["num_gpus"] % per_replica == 0:
-        par["dp"] = max(data["num_gpus"] // per_replica, 1)
+    try:
+        gpus, per_replica = int(data["num_gpus"]), int(par["tp"]) * int(par["pp"])
+    except (TypeError, ValueError):
+        return  # not a number: validation below names the field
+    if per_replica > 0 and gpus % per_replica == 0:
+        par["dp"] = max(gpus // per_replica, 1)
+    elif per_replica > gpus:
+        data["num_gpus"] = per_replica  # a TP/PP value larger than the base GPU count grows the job
