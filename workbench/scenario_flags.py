@@ -113,8 +113,13 @@ def read_scenario_file(path: str | Path) -> dict[str, Any]:
         raise InputError(f"{file}: cannot read scenario file ({exc.strerror or exc})") from None
     try:
         data = json.loads(text) if file.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise InputError(f"{file}: not valid {'JSON' if file.suffix.lower() == '.json' else 'YAML'} ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{file}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise InputError(f"{file}: not valid YAML ({problem}{where})") from None
     if not isinstance(data, dict):
         raise InputError(f"{file}: a scenario file must hold one object (mapping)")
     return data
