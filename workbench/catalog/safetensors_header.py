@@ -1,0 +1,243 @@
+"""Count a checkpoint's parameters from ``*.safetensors`` headers, never reading tensor data.
+
+A safetensors file starts with an 8-byte little-endian header length, then that many bytes of
+JSON mapping each tensor name to ``{"dtype", "shape", "data_offsets"}`` (offsets relative to the
+end of the header), then the raw data. Reading the header alone gives the exact number of
+stored values per dtype. Pure Python: neither ``safetensors`` nor torch is needed at runtime.
+
+A sharded checkpoint has ``model.safetensors.index.json`` (``metadata.total_size`` in bytes and a
+``weight_map`` from tensor name to shard file). When the shards are present their headers give
+the exact count; with the index alone only the byte size is known.
+
+Counts are of *stored* values: tied weights stored once count once, persistent buffers saved
+with the weights count, and quantized checkpoints count their packed elements and scales as they
+are stored (an FP8 checkpoint's ``weight_scale_inv`` tensors included).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.core.errors import ModelImportError
+
+#: Largest header we accept (the safetensors reference implementation's own limit).
+MAX_HEADER_BYTES = 100 * 1024 * 1024
+INDEX_NAME = "model.safetensors.index.json"
+
+#: Bits per element of each safetensors dtype.
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+
+
+@dataclass(frozen=True)
+class CheckpointCount:
+    """Stored values of one safetensors file or a folder of shards."""
+
+    total: int | None
+    """Exact number of stored values (None when only an index without its shards was found)."""
+    by_dtype: dict[str, int] = field(default_factory=dict)
+    tensors: int = 0
+    data_bytes: int = 0
+    files: tuple[Path, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def exact(self) -> bool:
+        return self.total is not None
+
+
+def read_header(path: str | Path) -> dict[str, Any]:
+    """The parsed JSON header of a ``.safetensors`` file (only the header bytes are read)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            size = p.stat().st_size
+            prefix = fh.read(8)
+            if len(prefix) < 8:
+                raise ModelImportError(f"{p}: not a safetensors file (only {len(prefix)} bytes)")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > MAX_HEADER_BYTES:
+                raise ModelImportError(
+                    f"{p}: header length {length:,} bytes exceeds the {MAX_HEADER_BYTES:,}-byte limit "
+                    "(not a safetensors file?)"
+                )
+            if length > size - 8:
+                raise ModelImportError(
+                    f"{p}: header length {length:,} bytes is larger than the file ({size:,} bytes): "
+                    "truncated or not a safetensors file"
+                )
+            raw = fh.read(length)
+    except OSError as exc:
+        raise ModelImportError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelImportError(f"{p}: the safetensors header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise ModelImportError(f"{p}: the safetensors header is not a JSON object")
+    _check_entries(p, header, data_size=size - 8 - length)
+    return header
+
+
+def _check_entries(path: Path, header: dict[str, Any], data_size: int) -> None:
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        where = f"{path}: tensor {name!r}"
+        if not isinstance(entry, dict):
+            raise ModelImportError(f"{where}: entry is not an object")
+        dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if not isinstance(dtype, str):
+            raise ModelImportError(f"{where}: 'dtype' missing")
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise ModelImportError(f"{where}: 'shape' must be a list of non-negative integers")
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and o >= 0 for o in offsets)
+            or offsets[0] > offsets[1]
+        ):
+            raise ModelImportError(f"{where}: 'data_offsets' must be [begin, end]")
+        if offsets[1] > data_size:
+            raise ModelImportError(
+                f"{where}: data ends at byte {offsets[1]:,} but the file holds {data_size:,} data bytes "
+                "(truncated file)"
+            )
+        bits = DTYPE_BITS.get(dtype)
+        if bits is not None and offsets[1] - offsets[0] != math.ceil(math.prod(shape) * bits / 8):
+            raise ModelImportError(
+                f"{where}: {offsets[1] - offsets[0]:,} bytes do not hold a {dtype} tensor of shape {shape}"
+            )
+
+
+def count_file(path: str | Path) -> CheckpointCount:
+    """Exact stored values of one ``.safetensors`` file, in total and per dtype."""
+    return _count(Path(path))[0]
+
+
+def _count(p: Path) -> tuple[CheckpointCount, set[str]]:
+    header = read_header(p)
+    metadata = header.get("__metadata__") or {}
+    by_dtype: dict[str, int] = {}
+    tensors = data_bytes = 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        n = math.prod(entry["shape"])
+        by_dtype[entry["dtype"]] = by_dtype.get(entry["dtype"], 0) + n
+        data_bytes += entry["data_offsets"][1] - entry["data_offsets"][0]
+        tensors += 1
+    count = CheckpointCount(
+        total=sum(by_dtype.values()),
+        by_dtype=by_dtype,
+        tensors=tensors,
+        data_bytes=data_bytes,
+        files=(p,),
+        metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
+    )
+    return count, set(header) - {"__metadata__"}
+
+
+def find_safetensors(folder: str | Path) -> list[Path]:
+    """The ``*.safetensors`` files directly in ``folder``, sorted."""
+    return sorted(p for p in Path(folder).glob("*.safetensors") if p.is_file())
+
+
+def read_index(path: str | Path) -> tuple[int | None, dict[str, str]]:
+    """``(metadata.total_size, weight_map)`` of a ``model.safetensors.index.json``."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelImportError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ModelImportError(f"{p}: not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ModelImportError(f"{p}: the index must be a JSON object")
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+    ):
+        raise ModelImportError(f"{p}: 'weight_map' must map tensor names to shard file names")
+    metadata = data.get("metadata") or {}
+    total_size = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if total_size is not None and (isinstance(total_size, bool) or not isinstance(total_size, int | float)):
+        raise ModelImportError(f"{p}: 'metadata.total_size' must be a number of bytes")
+    return (int(total_size) if total_size is not None else None), weight_map
+
+
+def _merge(counts: list[CheckpointCount]) -> CheckpointCount:
+    by_dtype: dict[str, int] = {}
+    for c in counts:
+        for dtype, n in c.by_dtype.items():
+            by_dtype[dtype] = by_dtype.get(dtype, 0) + n
+    return CheckpointCount(
+        total=sum(c.total or 0 for c in counts),
+        by_dtype=by_dtype,
+        tensors=sum(c.tensors for c in counts),
+        data_bytes=sum(c.data_bytes for c in counts),
+        files=tuple(f for c in counts for f in c.files),
+    )
+
+
+def read_safetensors_folder(folder: str | Path) -> CheckpointCount:
+    """Count a model folder's weights: its index and shards, or every ``*.safetensors`` in it.
+
+    With an index whose shards are all present, each listed tensor must appear in its shard and
+    the count is exact. With the index alone, ``total`` is None and ``data_bytes`` is
+    ``metadata.total_size``.
+    """
+    root = Path(folder)
+    if root.is_file():
+        return count_file(root)
+    index = root / INDEX_NAME
+    if index.is_file():
+        total_size, weight_map = read_index(index)
+        shard_names = sorted(set(weight_map.values()))
+        present = [root / s for s in shard_names if (root / s).is_file()]
+        if len(present) < len(shard_names):
+            missing = len(shard_names) - len(present)
+            if present:
+                raise ModelImportError(
+                    f"{index}: {missing} of {len(shard_names)} shards are missing from {root}"
+                )
+            return CheckpointCount(
+                total=None, tensors=len(weight_map), data_bytes=total_size or 0, files=(index,)
+            )
+        counts = []
+        for shard in present:
+            count, names = _count(shard)
+            counts.append(count)
+            listed = {k for k, v in weight_map.items() if v == shard.name}
+            absent = sorted(listed - names)
+            if absent:
+                raise ModelImportError(f"{index}: tensor {absent[0]!r} is not in shard {shard.name}")
+        return _merge(counts)
+    shards = find_safetensors(root)
+    if not shards:
+        raise ModelImportError(f"{root}: no *.safetensors files and no {INDEX_NAME}")
+    return _merge([count_file(p) for p in shards])
+
+
+def read_checkpoint(path: str | Path) -> CheckpointCount | None:
+    """Exact count of a ``.safetensors`` file or of a folder's shards; None when there are none.
+
+    A folder whose index lists shards that are all absent also gives None (nothing to count);
+    use :func:`read_safetensors_folder` to get the index's byte size in that case.
+    """
+    p = Path(path)
+    if p.is_file():
+        return count_file(p)
+    if not find_safetensors(p):
+        return None
+    return read_safetensors_folder(p)
