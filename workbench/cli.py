@@ -113,7 +113,7 @@ def _num(value: float | None) -> str:
 def _cmd_import(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from workbench.catalog.hf_config import load_hf_config
+    from workbench.catalog.hf_config import import_hf_path
     from workbench.catalog.safetensors_header import read_checkpoint
     from workbench.core.params import count_parameters
 
@@ -128,7 +128,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
             raise InputError(f"{path}: no config.json and no *.safetensors files: not a model folder")
     if not config_present:
         raise InputError(f"{path}: a config.json is needed to read the architecture")
-    arch = load_hf_config(path)
+    imported = import_hf_path(path)
+    arch = imported.architecture
     counts = count_parameters(arch)
     if args.json:
         doc: dict[str, Any] = {
@@ -136,6 +137,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
             "architecture": arch.model_dump(mode="json"),
             "parameters": {"total": counts.total, "active": counts.active, "breakdown": dict(counts.breakdown)},
             "checkpoint": None,
+            "reference_class": imported.reference_class,
+            "notes": list(imported.notes),
         }
         if checkpoint is not None:
             doc["checkpoint"] = {
@@ -156,10 +159,15 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if arch.mla:
         print(f"  MLA: kv rank {arch.mla.kv_lora_rank}, q rank {arch.mla.q_lora_rank}, "
               f"rope dim {arch.mla.qk_rope_head_dim}")
+    for note in imported.notes:
+        print(f"  note: {note}")
     if checkpoint is not None:
         dtypes = ", ".join(f"{k} {v:,}" for k, v in checkpoint.by_dtype.items())
-        print(f"  checkpoint   {checkpoint.total:,} parameters in {len(checkpoint.files)} file(s) ({dtypes}); "
-              f"{format_bytes(checkpoint.total_bytes)}")
+        if checkpoint.exact:
+            print(f"  checkpoint   {checkpoint.total:,} parameters in {len(checkpoint.files)} file(s) ({dtypes}); "
+                  f"{format_bytes(checkpoint.data_bytes)}")
+        else:
+            print(f"  checkpoint   index only (shards absent): {format_bytes(checkpoint.data_bytes)} of weights")
     return 0
 
 
@@ -358,7 +366,15 @@ def _open_window(argv: Sequence[str]) -> int:
     return run_app(list(argv))
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    """Warnings (e.g. importer notes) as one readable line, without source excerpts."""
+    print(f"gpu-workbench: note: {message}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
+    warnings.showwarning = _show_warning
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
