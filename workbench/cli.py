@@ -121,6 +121,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     checkpoint = None
+    if path.is_file() and path.suffix == ".safetensors":
+        from workbench.catalog.safetensors_header import count_file
+
+        count_file(path)  # a damaged header is reported as such
+        raise InputError(f"{path}: a safetensors file holds weights, not the architecture; "
+                         "import its folder (with config.json) or the config.json")
     config_present = path.is_file() or (path / "config.json").is_file()
     if path.is_dir():
         checkpoint = read_checkpoint(path)  # None when the folder has no safetensors files
