@@ -1,0 +1,94 @@
+"""Inverse questions the memory stack answers itself: fewest GPUs, and how many sequences fit.
+
+**Fewest GPUs** (``memory.min_gpus``). The scenario's TP, PP, EP, ZeRO stage, offload, batch and
+precision stay as they are; DP is added only as far as ZeRO sharding needs it (``dp`` replicas
+that exist for throughput are not required to fit). If no DP degree fits, TP doubles (up to the
+node size and the head count) and PP doubles (up to the block count), and the smallest
+``TP x PP x DP`` over those layouts is the answer; ties go to the layout with less pipeline
+parallelism. DP is at least ``ceil(EP / TP)`` since EP reuses DP ranks. None: nothing up to
+:data:`MAX_GPUS` fits (a single sequence's activations or KV cache too large, for example).
+
+**Concurrency** (``kv_cache.max_concurrency``, inference). Each rank of the TP x PP group gives
+the KV cache what is left of ``gpu_memory_utilization x capacity`` after weights, activation
+workspace and overhead (vLLM's profiling run does the same); a sequence of ``seq_len + gen_len``
+tokens takes its block-rounded share on every rank, and the fullest rank sets the limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from math import ceil, floor
+
+from workbench_memory.sharding import Plan, Stage, first_stage_activations, iter_stages, min_dp
+
+#: The largest job the search considers (the engine's solvers use the same bound).
+MAX_GPUS = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+
+
+def _doublings(start: int, limit: int) -> tuple[int, ...]:
+    out, value, limit = [], start, max(start, limit)
+    while value <= limit:
+        out.append(value)
+        value *= 2
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def _candidates(
+    tp: int, pp: int, tp_limit: int, pp_limit: int
+) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """TP degrees, and (tp, pp) layouts by GPU count, then by less pipeline parallelism."""
+    tps = _doublings(tp, tp_limit)
+    layouts = sorted(
+        ((t, q) for t in tps for q in _doublings(pp, pp_limit)), key=lambda tq: (tq[0] * tq[1], tq[1])
+    )
+    return tps, tuple(layouts)
+
+
+def fewest_gpus(
+    p: Plan, tp: int, pp: int, ep: int, usable: float, gpus_per_node: int, base: list[Stage]
+) -> Fit | None:
+    dp_floor = max(1, ceil(ep / tp))
+    if all(s.total(dp_floor, p.fragmentation) <= usable for s in base):
+        return Fit(tp * pp * dp_floor, tp, pp, dp_floor)
+    tps, candidates = _candidates(tp, pp, min(gpus_per_node, p.model.num_attention_heads), p.c.layers)
+    # TP only divides or replicates a block's tensors, so no layout keeps less per block than the
+    # widest TP tried: a lower bound that rules out hopeless layouts without asking the activation
+    # model about each of them.
+    widest = p.per_layer_activations(tps[-1])
+    grow = 1 + p.fragmentation
+    best: Fit | None = None
+    for t, q in candidates:
+        dp_floor = max(1, ceil(ep / t))
+        if best is not None and t * q * dp_floor >= best.gpus:
+            continue
+        if grow * p.inflight(0, q) * -(-p.c.layers // q) * widest > usable:
+            continue
+        if grow * first_stage_activations(p, t, q) > usable:
+            continue
+        stages = base if (t, q) == (tp, pp) else iter_stages(p, t, q, ep)
+        dp = min_dp(stages, usable, p.fragmentation, dp_floor, MAX_GPUS // (t * q))
+        if dp is not None and (best is None or t * q * dp < best.gpus):
+            best = Fit(t * q * dp, t, q, dp)
+    return best
+
+
+def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float) -> int | None:
+    """Sequences whose KV cache fits next to weights, workspace and overhead (None: nothing cached)."""
+    limit: int | None = None
+    for s in stages:
+        if s.kv_per_sequence <= 0:
+            continue
+        free = usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation)
+        fits = max(0, floor(free / s.kv_per_sequence))
+        limit = fits if limit is None else min(limit, fits)
+    return limit

@@ -1,0 +1,134 @@
+"""KV cache: bytes per token and for the scenario's batch, as serving engines allocate it.
+
+Per token and layer the cache holds:
+
+* MHA / GQA / MQA: K and V for each KV head, ``2 x kv_heads x head_dim`` elements;
+* MLA (DeepSeek-V2/V3): the compressed latent and the shared rotary key,
+  ``kv_lora_rank + qk_rope_head_dim`` elements, as vLLM, SGLang and transformers >= 5 cache it;
+  with ``memory.kv_mla_decompressed`` the expanded per-head K (``qk_nope + qk_rope``) and V
+  (``v_head_dim``) that earlier transformers cached.
+
+A sequence caches ``seq_len + gen_len`` tokens; sliding-window layers keep at most ``window``
+(vLLM frees blocks that leave the window; transformers keeps ``window - 1``); an encoder-decoder
+model caches ``gen_len`` decoder tokens of self-attention plus ``seq_len`` encoder tokens of
+cross-attention in each decoder block; encoders cache nothing. With paged KV (PagedAttention,
+Kwon et al. 2023) each sequence's tokens round up to whole blocks of ``kv_block_size``.
+Training keeps no KV cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.core.scenario import Scenario
+from workbench.engine.estimator import EstimateContext, EstimatorInfo
+from workbench.engine.quantity import Outputs, q
+from workbench_memory import assumptions as A
+from workbench_memory.shapes import ModelConstants, model_constants
+
+
+@dataclass(frozen=True, slots=True)
+class KvTokens:
+    """Tokens one sequence caches in each kind of layer (block-rounded when paged)."""
+
+    full: int
+    sliding: int
+    cross: int
+    block: int  # 0: not paged
+
+
+def _round_up(tokens: int, block: int) -> int:
+    return -(-tokens // block) * block if block else tokens
+
+
+def kv_tokens(c: ModelConstants, scenario: Scenario) -> KvTokens:
+    serving = scenario.serving
+    block = serving.kv_block_size if serving.paged_kv else 0
+    if c.encoder_decoder:
+        self_tokens, cross = scenario.gen_len, scenario.seq_len
+    else:
+        self_tokens, cross = scenario.seq_len + scenario.gen_len, 0
+    sliding = min(self_tokens, c.window) if c.window else self_tokens
+    return KvTokens(_round_up(self_tokens, block), _round_up(sliding, block), _round_up(cross, block), block)
+
+
+def sequence_elements(c: ModelConstants, tokens: KvTokens, a: int, b: int) -> int:
+    """Layer-tokens one sequence caches in layers a..b (multiply by elements per token-layer)."""
+    return (
+        (c.full_kv[b] - c.full_kv[a]) * tokens.full
+        + (c.sw_kv[b] - c.sw_kv[a]) * tokens.sliding
+        + (c.cross_kv[b] - c.cross_kv[a]) * tokens.cross
+    )
+
+
+class KvCacheEstimator:
+    """``kv_cache.bytes_per_token`` and ``kv_cache.bytes`` for the whole model (all GPUs)."""
+
+    info = EstimatorInfo(
+        id="memory.kv-cache",
+        title="KV cache",
+        version="1.0.0",
+        produces=("kv_cache.bytes_per_token", "kv_cache.bytes"),
+        assumptions=(A.KV_MLA_DECOMPRESSED,),
+        description="Bytes of cached keys and values per token and for the batch, by attention kind.",
+    )
+
+    def estimate(self, ctx: EstimateContext) -> Outputs:
+        scenario = ctx.scenario
+        c = model_constants(ctx.model)
+        decompressed = c.mla and ctx.assumptions[A.KV_MLA_DECOMPRESSED.id] >= 0.5
+        dtype = scenario.kv_cache_dtype
+        elems = c.kv_elems_decompressed if decompressed else c.kv_elems
+        layers = c.layers
+        self_layers = c.full_kv[layers] + c.sw_kv[layers]
+        cross_layers = c.cross_kv[layers]
+        per_token = self_layers * elems * dtype.bytes
+        used = (A.KV_MLA_DECOMPRESSED.id,) if c.mla else ()
+        what = _describe_elements(ctx, decompressed)
+        out = {
+            "kv_cache.bytes_per_token": q(
+                per_token,
+                "B",
+                "KV cache per token",
+                lambda: (
+                    f"{self_layers} layers x {what} x {dtype.value} {dtype.bytes:g} B = {per_token:,.0f} B"
+                    + (" (cross-attention KV comes on top, per encoder token)" if cross_layers else "")
+                ),
+                used,
+            )
+        }
+        if scenario.is_training:
+            out["kv_cache.bytes"] = q(0.0, "B", "KV cache", lambda: "training keeps no KV cache", used)
+            return Outputs(out)
+        tokens = kv_tokens(c, scenario)
+        layer_tokens = sequence_elements(c, tokens, 0, layers)
+        batch = scenario.batch_size
+        total = batch * layer_tokens * elems * dtype.bytes
+
+        def formula() -> str:
+            parts = []
+            if c.full_kv[layers]:
+                parts.append(f"{c.full_kv[layers]} layers x {tokens.full} tokens")
+            if c.sw_kv[layers]:
+                parts.append(
+                    f"{c.sw_kv[layers]} sliding-window layers x {tokens.sliding} tokens (window {c.window})"
+                )
+            if cross_layers:
+                parts.append(f"{cross_layers} cross-attention layers x {tokens.cross} encoder tokens")
+            paged = f", rounded up to blocks of {tokens.block}" if tokens.block else ""
+            body = " + ".join(parts) or "no cached layers"
+            return f"{batch} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total:,.0f} B"
+
+        out["kv_cache.bytes"] = q(total, "B", "KV cache", formula, used)
+        return Outputs(out)
+
+
+def _describe_elements(ctx: EstimateContext, decompressed: bool) -> str:
+    model = ctx.model
+    mla = model.mla
+    if mla is None:
+        return f"2 (K, V) x {model.num_kv_heads} KV heads x {model.head_dim} dims"
+    if decompressed:
+        heads = model.num_attention_heads
+        return f"{heads} heads x (K {mla.qk_head_dim} + V {mla.v_head_dim}) dims (decompressed)"
+    return f"(latent {mla.kv_lora_rank} + rope key {mla.qk_rope_head_dim}) dims"
