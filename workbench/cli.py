@@ -292,6 +292,27 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_assumptions(args: argparse.Namespace) -> int:
+    from workbench.pluginhost import default_engine
+
+    rows = sorted(default_engine().assumptions.values(), key=lambda a: a.id)
+    if args.json:
+        _emit_json({"assumptions": [
+            {"id": a.id, "title": a.title, "default": a.default, "unit": a.unit, "source": a.source,
+             "description": a.description, "minimum": a.minimum, "maximum": a.maximum} for a in rows]})
+        return 0
+    if args.markdown:
+        print("| id | default | unit | what | source |")
+        print("|---|---|---|---|---|")
+        for a in rows:
+            print(f"| `{a.id}` | {a.default:g} | {a.unit} | {a.title} | {a.source} |")
+        return 0
+    for a in rows:
+        print(f"{a.id:<42} {a.default:g} {a.unit}")
+        print(f"    {a.title}. Source: {a.source}")
+    return 0
+
+
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from workbench.pluginhost import get_host
 
@@ -359,6 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli_project import add_project_commands
 
     add_project_commands(sub, _Parser, add_scenario_flags)
+
+    assumptions = sub.add_parser("assumptions", help="every named assumption with its default and source")
+    assumptions.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    assumptions.add_argument("--markdown", action="store_true", help="a Markdown table")
+    assumptions.set_defaults(handler=_cmd_assumptions)
 
     plugins = sub.add_parser("plugins", help="list plugins with version, origin and status")
     plugins.add_argument("--json", action="store_true", help="one JSON document on stdout")
