@@ -1,0 +1,177 @@
+"""Collective communication: volumes and times of TP, DP, PP and EP traffic (alpha-beta model).
+
+Time of a collective over ``n`` ranks moving a buffer of ``S`` bytes per rank (NCCL's
+definitions, nccl-tests doc/PERFORMANCE.md)::
+
+    all-reduce      ring: 2(n-1) steps, 2(n-1)/n x S per rank   tree: 2 log2(n) steps, same bytes
+    reduce-scatter  ring: (n-1) steps,  (n-1)/n x S             (all-gather: the same)
+    all-to-all      (n-1) steps,        (n-1)/n x S
+    send/recv       1 step,             S
+
+    t = steps x alpha + bytes / (link bandwidth x comm.bandwidth_efficiency)
+
+taking the cheaper of ring and tree. The link is the node's intra-node link when the whole group
+fits in one node, else the inter-node network (per-GPU NIC bandwidth). Ranks are laid out as in
+Megatron-LM: TP innermost (stride 1), then DP (stride TP), then PP (stride TP x DP); expert
+parallel groups are drawn from the data-parallel ranks (stride TP) when training and sit inside
+the tensor-parallel neighbourhood (stride 1) when serving.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from workbench.core.hardware import NodeShape
+from workbench_performance.efficiency import Efficiency
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """The link a communication group uses: per-GPU bandwidth, one direction."""
+
+    gbps: float
+    intra: bool
+    name: str
+
+    def describe(self) -> str:
+        return f"{'intra-node' if self.intra else 'inter-node'} {self.name}, {self.gbps:g} GB/s per GPU"
+
+
+def group_link(node: NodeShape, size: int, stride: int) -> Link:
+    """Intra-node link if ``size`` ranks spaced ``stride`` apart fit in one node, else the network."""
+    if size * stride <= node.gpus_per_node:
+        return Link(node.intra_node_gbps, True, node.intra_node)
+    return Link(node.inter_node_gbps, False, node.inter_node)
+
+
+def _alpha(link: Link, eff: Efficiency) -> float:
+    return eff.alpha_intra_s if link.intra else eff.alpha_inter_s
+
+
+def _bw(link: Link, eff: Efficiency) -> float:
+    return link.gbps * 1e9 * eff.link
+
+
+def all_reduce_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
+    """All-reduce of ``nbytes`` per rank over ``n`` ranks (best of ring and tree)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    beta = 2.0 * (n - 1) / n * nbytes / _bw(link, eff)
+    steps = min(2 * (n - 1), 2 * math.ceil(math.log2(n)))
+    return steps * _alpha(link, eff) + beta
+
+
+def reduce_scatter_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
+    """Reduce-scatter (or all-gather) of a buffer of ``nbytes`` over ``n`` ranks."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    beta = (n - 1) / n * nbytes / _bw(link, eff)
+    steps = min(n - 1, math.ceil(math.log2(n)))
+    return steps * _alpha(link, eff) + beta
+
+
+def all_to_all_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
+    """All-to-all where each rank holds ``nbytes`` and keeps 1/n of it."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    return (n - 1) * _alpha(link, eff) + (n - 1) / n * nbytes / _bw(link, eff)
+
+
+def p2p_s(nbytes: float, link: Link, eff: Efficiency) -> float:
+    """One send/receive of ``nbytes``."""
+    if nbytes <= 0:
+        return 0.0
+    return _alpha(link, eff) + nbytes / _bw(link, eff)
+
+
+def ring_all_reduce_volume(nbytes: float, n: int) -> float:
+    """Bytes each rank sends in an all-reduce of ``nbytes``: 2(n-1)/n x S."""
+    return 2.0 * (n - 1) / n * nbytes if n > 1 else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CommLayout:
+    """What the communication of one scenario depends on; built once per estimate."""
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    hidden: int
+    act_bytes: float
+    #: TP collectives (all-reduce, or reduce-scatter + all-gather with SP) one token meets per forward
+    tp_collectives: int
+    moe_layers: int
+    top_k: int
+    sequence_parallel: bool
+    tp_link: Link
+    pp_link: Link
+    dp_link: Link
+    ep_link: Link
+
+
+@dataclass(frozen=True, slots=True)
+class PassComm:
+    """Communication of one forward pass over ``tokens`` tokens (per micro-batch), on its critical path."""
+
+    tp_s: float
+    tp_bytes: float  # sent per GPU
+    ep_s: float
+    ep_bytes: float
+    pp_s: float
+    pp_bytes: float
+
+    @property
+    def total_s(self) -> float:
+        return self.tp_s + self.ep_s + self.pp_s
+
+
+def forward_comm(layout: CommLayout, tokens: float, eff: Efficiency) -> PassComm:
+    """TP, EP and PP traffic of one forward pass of ``tokens`` tokens through every pipeline stage.
+
+    TP: ``tp_collectives`` all-reduces of ``tokens x hidden`` activations (with sequence
+    parallelism a reduce-scatter and an all-gather each: the same bytes, the same ring steps).
+    EP: per MoE layer, dispatch and combine all-to-alls of ``tokens x top_k x hidden``.
+    PP: ``pp - 1`` point-to-point sends of the activations between stages.
+    """
+    msg = tokens * layout.hidden * layout.act_bytes
+    tp = layout.tp
+    tp_s = tp_bytes = 0.0
+    if tp > 1:
+        if layout.sequence_parallel:
+            one = 2.0 * reduce_scatter_s(msg, tp, layout.tp_link, eff)
+        else:
+            one = all_reduce_s(msg, tp, layout.tp_link, eff)
+        tp_s = layout.tp_collectives * one
+        tp_bytes = layout.tp_collectives * ring_all_reduce_volume(msg, tp) / layout.pp
+    ep_s = ep_bytes = 0.0
+    if layout.ep > 1 and layout.moe_layers:
+        routed = msg * layout.top_k
+        ep_s = layout.moe_layers * 2.0 * all_to_all_s(routed, layout.ep, layout.ep_link, eff)
+        ep_bytes = layout.moe_layers * 2.0 * (layout.ep - 1) / layout.ep * routed / layout.pp
+    pp_s = pp_bytes = 0.0
+    if layout.pp > 1:
+        pp_s = (layout.pp - 1) * p2p_s(msg, layout.pp_link, eff)
+        pp_bytes = msg
+    return PassComm(tp_s, tp_bytes, ep_s, ep_bytes, pp_s, pp_bytes)
+
+
+def gradient_sync(
+    layout: CommLayout, grad_bytes: float, zero_stage: int, eff: Efficiency
+) -> tuple[float, float]:
+    """(seconds, bytes sent per GPU) of the data-parallel gradient exchange of one optimizer step.
+
+    ZeRO stage 0: all-reduce of the gradients. Stages 1-2: reduce-scatter of gradients plus
+    all-gather of the updated parameters, the same volume. Stage 3 also all-gathers the
+    parameters for the forward and again for the backward: 1.5x the data-parallel volume
+    (Rajbhandari et al. 2020, ZeRO, sec. 7.2.2: 3 Psi instead of 2 Psi).
+    """
+    dp = layout.dp
+    if dp <= 1 or grad_bytes <= 0:
+        return 0.0, 0.0
+    base = all_reduce_s(grad_bytes, dp, layout.dp_link, eff)
+    volume = ring_all_reduce_volume(grad_bytes, dp)
+    if zero_stage >= 3:
+        return 1.5 * base, 1.5 * volume
+    return base, volume

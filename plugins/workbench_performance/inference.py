@@ -1,0 +1,369 @@
+"""Serving-time model: prefill, decode steps, TTFT, TPOT and throughput as functions of batch size.
+
+All work figures are per GPU of one replica (TP x PP GPUs) and come from the compute plugin's
+roofline at the scenario's batch size, split into a part every pass pays (weights) and a part
+per sequence (activations, KV-cache reads), so the model can be evaluated at any batch:
+
+    decode step   = PP x max(bytes / (BW x bw_eff), FLOPs / (peak x matmul_eff(tokens)))
+                    + TP/EP/PP communication + perf.step_overhead_s
+    bytes(b)      = weights (MoE: the local experts b tokens touch) + b x per-sequence bytes
+    FLOPs(b)      = b x per-sequence FLOPs
+
+With PP stages the batch is split into PP micro-batches that keep every stage busy; a token
+crosses all stages, so its step takes PP stage times. Serving policies (``scenario.serving``):
+
+* continuous batching (default): each finished request is replaced by a new one whose prompt is
+  prefilled between decode steps, stalling them: per output token ``b/G x prefill(1 prompt)``;
+  TTFT = prefill + half a decode step + M/D/1 queueing behind other prompts;
+* chunked prefill: prompts are cut into chunks that ride along with decode steps; the
+  amortized prompt tokens per step (``b x S / G``) fill the compute a memory-bound step leaves
+  idle; TTFT = ceil(S / chunk) mixed steps;
+* static batching (continuous batching off): the batch is prefilled together, then decoded;
+* disaggregated prefill/decode: prompts run on a separate pool sized to keep up; TPOT has no
+  prefill stalls; TTFT adds the KV-cache transfer;
+* speculative decoding: k draft tokens per step, each accepted with probability alpha; a step
+  yields ``(1 - alpha^(k+1)) / (1 - alpha)`` tokens on average (Leviathan et al. 2023, eq. 1)
+  and costs k draft steps plus one target pass over k+1 tokens per sequence.
+
+:func:`throughput_latency_curve` evaluates the model over a list of batch sizes (concurrency);
+build its input once with :func:`inference_inputs` from an estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from workbench_performance.communication import CommLayout, Link, forward_comm, p2p_s
+from workbench_performance.efficiency import Efficiency
+from workbench_performance.model_constants import WeightElements, touched_fraction
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceInputs:
+    """What the serving model needs, per GPU of one replica (one pipeline stage); batch-independent.
+
+    Work is split into the weight matmuls (bytes: weights and activations; FLOPs: 2 per weight
+    and token) and attention (bytes: the KV cache a decode step reads; FLOPs: Q K^T and P V),
+    because the two run as separate kernels: a step costs the sum of their roofline times, not
+    the roofline time of their sum.
+    """
+
+    peak_flops: float  # FLOP/s of one GPU at the compute dtype
+    bandwidth: float  # B/s of one GPU's memory
+    weights: WeightElements
+    weight_bytes: float  # bytes per stored weight element
+    matmul_flops_decode: float  # per token of a decode step
+    matmul_flops_prompt: float  # per prompt (seq_len tokens; output head on the last position)
+    decode_act_bytes: float  # per token of a decode step: activations the matmuls read and write
+    decode_kv_bytes: float  # per sequence of a decode step: the KV cache read at the average context
+    decode_attention_flops: float  # per sequence of a decode step
+    prompt_act_bytes: float  # per prompt: activations and KV-cache writes
+    prompt_attention_flops: float  # per prompt
+    model_decode_flops_per_seq: float  # whole model, one sequence, one decode step
+    model_prefill_flops_per_seq: float  # whole model, one prompt
+    kv_bytes_per_token: float  # whole replica (the KV a disaggregated prefill hands over)
+    seq_len: int
+    gen_len: int
+    batch: int
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    num_gpus: int
+    generates: bool
+    continuous: bool
+    chunked: bool
+    chunk_tokens: int
+    disaggregated: bool
+    spec_tokens: int  # 0: no speculative decoding
+    spec_acceptance: float
+    draft_weight_bytes: float  # per GPU
+    draft_flops_per_token: float  # per GPU
+    draft_bytes_per_seq: float  # per GPU
+    max_concurrency: float | None
+    comm: CommLayout
+    transfer_link: Link
+
+    def weight_bytes_read(self, tokens: float, *, decode: bool) -> float:
+        """Weights one stage reads in a pass over ``tokens`` tokens (MoE: the experts they touch)."""
+        w = self.weights
+        experts = w.experts * touched_fraction(w, tokens, self.ep) if w.experts else 0.0
+        return ((w.decode_dense if decode else w.dense) + experts) * self.weight_bytes / self.pp
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """One forward pass of a replica: its time and what bounds it."""
+
+    time_s: float
+    memory_s: float  # kernel time of the memory-bound kernels (all stages on the token's path)
+    compute_s: float  # kernel time of the compute-bound kernels
+    comm_s: float
+    overhead_s: float
+
+    @property
+    def bound(self) -> str:
+        parts = {
+            "memory bandwidth": self.memory_s,
+            "compute": self.compute_s,
+            "communication": self.comm_s,
+            "overhead": self.overhead_s,
+        }
+        return max(parts, key=parts.__getitem__)
+
+    @property
+    def kernel_s(self) -> float:
+        return self.memory_s + self.compute_s
+
+
+@dataclass(frozen=True, slots=True)
+class ServePoint:
+    """Serving at one concurrency (batch per replica)."""
+
+    batch: int
+    ttft_s: float
+    tpot_s: float | None  # None: the model generates nothing
+    e2e_s: float
+    tokens_per_s: float  # output tokens per second, all replicas (input tokens when nothing is generated)
+    tokens_per_s_per_gpu: float
+    input_tokens_per_s: float
+    requests_per_s: float
+    decode_step_s: float | None
+    prefill_s: float
+    prefill_share: float  # share of GPU time spent on prompts
+    busy: float  # share of time the GPUs run kernels (for power)
+    bound: str
+    spec_tokens_per_step: float | None
+    prefill_gpus: int | None  # disaggregated prefill pool
+    gpus: int  # GPUs the throughput needs (decode replicas + prefill pool)
+    model_flops_per_s: float  # useful (model) FLOP/s of all GPUs
+    fits: bool | None  # batch within the KV-cache capacity
+
+    @property
+    def tokens_per_s_per_user(self) -> float | None:
+        return 1.0 / self.tpot_s if self.tpot_s else None
+
+
+def _kernels(
+    inp: InferenceInputs, eff: Efficiency, parts: tuple[tuple[float, float, float], ...]
+) -> tuple[float, float]:
+    """(memory-bound time, compute-bound time) of kernels run one after another.
+
+    Each kernel is (bytes, FLOPs, rows): rows are the tokens of a matmul, or the keys an
+    attention kernel runs over, which set its efficiency.
+    """
+    bw = inp.bandwidth * eff.bandwidth
+    memory = compute = 0.0
+    for nbytes, flops, rows in parts:
+        t_mem = nbytes / bw
+        t_comp = flops / (inp.peak_flops * eff.matmul_at(rows)) if flops else 0.0
+        if t_mem >= t_comp:
+            memory += t_mem
+        else:
+            compute += t_comp
+    return memory, compute
+
+
+def decode_pass(
+    inp: InferenceInputs,
+    eff: Efficiency,
+    batch: float,
+    tokens_per_seq: float = 1.0,
+    prefill_tokens: float = 0.0,
+) -> Pass:
+    """One decode step of ``batch`` sequences (``tokens_per_seq`` > 1: a speculative verify pass),
+    optionally carrying ``prefill_tokens`` prompt tokens (chunked prefill)."""
+    pp, s = inp.pp, inp.seq_len
+    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    pre = prefill_tokens / pp
+    decode_tokens = mb * tokens_per_seq
+    tokens = decode_tokens + pre
+    gemm_bytes = (
+        inp.weight_bytes_read(tokens, decode=not pre)
+        + decode_tokens * inp.decode_act_bytes
+        + pre * inp.prompt_act_bytes / s
+    )
+    gemm_flops = decode_tokens * inp.matmul_flops_decode + pre * inp.matmul_flops_prompt / s
+    attention = (
+        mb * inp.decode_kv_bytes,
+        decode_tokens * inp.decode_attention_flops + pre * inp.prompt_attention_flops / s,
+        s + 0.5 * inp.gen_len,
+    )
+    memory, compute = _kernels(inp, eff, ((gemm_bytes, gemm_flops, tokens), attention))
+    comm = forward_comm(inp.comm, tokens, eff).total_s
+    return Pass(
+        pp * (memory + compute) + comm + eff.step_overhead_s,
+        pp * memory,
+        pp * compute,
+        comm,
+        eff.step_overhead_s,
+    )
+
+
+def prefill_pass(
+    inp: InferenceInputs, eff: Efficiency, prompts: float, tokens_per_prompt: float | None = None
+) -> Pass:
+    """Prefill of ``prompts`` prompts (of ``tokens_per_prompt`` tokens, default seq_len) together.
+
+    With PP, min(prompts, PP) micro-batches flow through the stages: (m + PP - 1) stage times.
+    """
+    s = inp.seq_len if tokens_per_prompt is None else tokens_per_prompt
+    share = s / inp.seq_len
+    pp = inp.pp
+    m = min(max(prompts, 1.0), pp)
+    per_mb = prompts / m
+    tokens = per_mb * s
+    gemm = (
+        inp.weight_bytes_read(tokens, decode=False) + per_mb * inp.prompt_act_bytes * share,
+        per_mb * inp.matmul_flops_prompt * share,
+        tokens,
+    )
+    attention = (0.0, per_mb * inp.prompt_attention_flops * share * share, s)
+    memory, compute = _kernels(inp, eff, (gemm, attention))
+    stages = m + pp - 1
+    comm = forward_comm(inp.comm, tokens, eff).total_s * (stages / pp)
+    return Pass(
+        stages * (memory + compute) + comm + eff.step_overhead_s,
+        stages * memory,
+        stages * compute,
+        comm,
+        eff.step_overhead_s,
+    )
+
+
+def accepted_per_step(k: int, alpha: float) -> float:
+    """Expected tokens a speculative step yields: (1 - alpha^(k+1)) / (1 - alpha) (Leviathan et al. 2023)."""
+    if alpha >= 1.0:
+        return k + 1.0
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def _draft_pass(inp: InferenceInputs, eff: Efficiency, batch: float) -> float:
+    pp = inp.pp
+    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    memory, compute = _kernels(
+        inp,
+        eff,
+        ((inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq, mb * inp.draft_flops_per_token, mb),),
+    )
+    return pp * (memory + compute) + eff.step_overhead_s
+
+
+def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
+    """TTFT, TPOT, end-to-end latency and throughput at ``batch`` concurrent requests per replica."""
+    b = max(int(batch), 1)
+    s, g, dp = inp.seq_len, inp.gen_len, inp.dp
+    fits = None if inp.max_concurrency is None else b <= inp.max_concurrency
+    prefill_one = prefill_pass(inp, eff, 1)
+    prompt_flops = inp.model_prefill_flops_per_seq
+    if not inp.generates or g == 0:
+        whole = prefill_pass(inp, eff, b)
+        rate = dp * b / whole.time_s
+        return ServePoint(
+            b,
+            whole.time_s,
+            None,
+            whole.time_s,
+            rate * s,
+            rate * s / inp.num_gpus,
+            rate * s,
+            rate,
+            None,
+            whole.time_s,
+            1.0,
+            _busy(whole),
+            whole.bound,
+            None,
+            None,
+            inp.num_gpus,
+            rate * prompt_flops,
+            fits,
+        )
+
+    step = decode_pass(inp, eff, b)
+    spec = None
+    token_s = step.time_s
+    if inp.spec_tokens:
+        k = inp.spec_tokens
+        spec = accepted_per_step(k, inp.spec_acceptance)
+        verify = decode_pass(inp, eff, b, tokens_per_seq=k + 1)
+        token_s = (k * _draft_pass(inp, eff, b) + verify.time_s) / spec
+
+    prefill_gpus = None
+    gpus = inp.num_gpus
+    if inp.disaggregated:
+        tpot = token_s
+        transfer = p2p_s(s * inp.kv_bytes_per_token / (inp.tp * inp.pp), inp.transfer_link, eff)
+        ttft = prefill_one.time_s + transfer
+        rate = dp * b / (g * tpot)  # requests per second the decode pool completes
+        replicas = math.ceil(rate * prefill_one.time_s - 1e-9)
+        prefill_gpus = max(replicas, 1) * inp.tp * inp.pp
+        gpus += prefill_gpus
+        share = prefill_gpus / gpus
+        e2e = ttft + (g - 1) * tpot
+        out = dp * b / tpot
+    elif not inp.continuous:
+        batch_prefill = prefill_pass(inp, eff, b)
+        tpot = token_s
+        ttft = batch_prefill.time_s
+        cycle = ttft + (g - 1) * tpot
+        e2e = cycle
+        out = dp * b * g / cycle
+        share = ttft / cycle
+    else:
+        if inp.chunked:
+            extra = decode_pass(inp, eff, b, prefill_tokens=b * s / g).time_s - step.time_s
+            chunk = min(inp.chunk_tokens, s)
+            ttft = math.ceil(s / chunk) * decode_pass(inp, eff, b, prefill_tokens=chunk).time_s
+        else:
+            extra = b / g * prefill_one.time_s
+            ttft = prefill_one.time_s + 0.5 * step.time_s
+        tpot = token_s + max(extra, 0.0)
+        share = max(extra, 0.0) / tpot
+        if not inp.chunked:
+            rho = min(share, 0.99)
+            ttft += rho / (2.0 * (1.0 - rho)) * prefill_one.time_s
+        e2e = ttft + (g - 1) * tpot
+        out = dp * b / tpot
+    requests = out / g
+    flops = out * inp.model_decode_flops_per_seq + requests * prompt_flops
+    bound = prefill_one.bound if share > 0.5 else step.bound
+    busy = share * _busy(prefill_one) + (1.0 - share) * _busy(step)
+    return ServePoint(
+        b,
+        ttft,
+        tpot,
+        e2e,
+        out,
+        out / gpus,
+        requests * s,
+        requests,
+        step.time_s,
+        prefill_one.time_s,
+        share,
+        busy,
+        bound,
+        spec,
+        prefill_gpus,
+        gpus,
+        flops,
+        fits,
+    )
+
+
+def _busy(p: Pass) -> float:
+    return p.kernel_s / p.time_s if p.time_s else 0.0
+
+
+def throughput_latency_curve(
+    inputs: InferenceInputs, batches: Iterable[int], efficiency: Efficiency
+) -> list[ServePoint]:
+    """Serving at each concurrency in ``batches``: the throughput-latency trade-off.
+
+    ``inputs`` and ``efficiency`` come from :func:`inference_inputs` (once per scenario); each
+    point is plain arithmetic (tens of microseconds), so curves of thousands of points are cheap.
+    Points whose batch exceeds the KV-cache capacity are returned with ``fits=False``.
+    """
+    return [serve(inputs, efficiency, b) for b in batches]

@@ -1,0 +1,253 @@
+"""Build the batch-independent inputs of the serving and training models from an estimate.
+
+The source is either the :class:`~workbench.engine.estimator.EstimateContext` an estimator
+receives or a finished :class:`~workbench.engine.estimate.Estimate` (what the GUI and the CLI
+hold), so that :func:`workbench_performance.curve_for` can redraw the throughput-latency curve
+without running the engine again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.dtypes import weight_bits
+from workbench.core.hardware import Cluster
+from workbench.core.model import ModelArchitecture
+from workbench.core.params import ParameterCount, count_parameters
+from workbench.core.scenario import FinetuneMethod, Offload, PipelineSchedule, Recompute, Scenario, Workload
+from workbench.engine.assumptions import AssumptionSet
+from workbench.engine.quantity import Quantity
+from workbench_performance.communication import CommLayout, Link, group_link
+from workbench_performance.efficiency import NARROW_DTYPES
+from workbench_performance.inference import InferenceInputs
+from workbench_performance.model_constants import (
+    OPTIMIZER_BYTES,
+    lora_parameters,
+    matmul_elements_per_token,
+    moe_layers,
+    touched_fraction,
+    tp_collectives,
+    weight_elements,
+)
+from workbench_performance.training import TrainingInputs
+
+#: PCIe x16 bandwidth per direction by generation, GB/s (PCI-SIG; as in resources/catalog/nodes.yaml).
+PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The parts of an estimate the builders read."""
+
+    scenario: Scenario
+    model: ModelArchitecture
+    cluster: Cluster
+    params: ParameterCount
+    assumptions: AssumptionSet
+    values: dict[str, Quantity]
+
+    @classmethod
+    def of(cls, obj: Any) -> Source:
+        """From an EstimateContext (``.scenario``) or an Estimate (``.resolved``)."""
+        if isinstance(obj, Source):
+            return obj
+        resolved = getattr(obj, "resolved", None)
+        if resolved is not None:
+            return cls(
+                resolved.scenario,
+                resolved.model,
+                resolved.cluster,
+                count_parameters(resolved.model),
+                obj.assumptions,
+                obj.values,
+            )
+        return cls(obj.scenario, obj.model, obj.cluster, obj.params, obj.assumptions, obj.values)
+
+    @property
+    def narrow(self) -> bool:
+        """The matmuls run in an 8-bit or narrower dtype (the compute plugin's roofline.compute_dtype)."""
+        quantity = self.values.get("roofline.compute_dtype")
+        return quantity is not None and quantity.value in NARROW_DTYPES
+
+    def number(self, key: str) -> float | None:
+        quantity = self.values.get(key)
+        value = None if quantity is None else quantity.value
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+_LAYOUTS: dict[tuple[object, ...], tuple[object, CommLayout]] = {}
+
+
+def comm_layout(src: Source) -> CommLayout:
+    """The scenario's communication layout (cached: sweeps build it once per distinct layout)."""
+    sc, arch, node = src.scenario, src.model, src.cluster.node
+    par = sc.parallel
+    training = sc.is_training
+    key = (id(arch), id(node), par.tp, par.pp, par.dp, par.ep, par.sequence_parallel, training, sc.dtype)
+    hit = _LAYOUTS.get(key)
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    tp, pp, dp, ep = par.tp, par.pp, par.dp, par.ep
+    moe = arch.moe
+    layout = CommLayout(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        ep=ep,
+        hidden=arch.hidden_size,
+        act_bytes=max(sc.dtype.bytes, 2.0),
+        tp_collectives=tp_collectives(arch),
+        moe_layers=moe_layers(arch),
+        top_k=moe.experts_per_token if moe else 0,
+        sequence_parallel=par.sequence_parallel and training,
+        tp_link=group_link(node, tp, 1),
+        pp_link=group_link(node, pp, tp * dp if training else tp),
+        dp_link=group_link(node, dp, tp),
+        ep_link=group_link(node, ep, tp if training else 1),
+    )
+    if len(_LAYOUTS) > 1024:
+        _LAYOUTS.clear()
+    _LAYOUTS[key] = (arch, layout)
+    return layout
+
+
+def _weight_bytes(sc: Scenario) -> float:
+    return weight_bits(sc.weight_format, sc.quant_group_size) / 8.0
+
+
+def inference_inputs(source: Any) -> InferenceInputs:
+    """Serving-model inputs of a scenario (an EstimateContext or an Estimate).
+
+    The compute plugin's per-GPU roofline at the scenario's batch ``B`` is split exactly into
+    weights (read once per pass), the per-token matmul FLOPs (2 per weight element a token
+    multiplies) and the per-sequence rest; the KV cache read per sequence comes from the memory
+    plugin's bytes per token at the average decode context, sharded like the K/V heads.
+    """
+    src = Source.of(source)
+    sc, arch, gpu, node = src.scenario, src.model, src.cluster.accelerator, src.cluster.node
+    par = sc.parallel
+    tp, pp, ep = par.tp, par.pp, par.ep
+    b = sc.batch_size
+    w = weight_elements(arch, tp, ep)
+    wb = _weight_bytes(sc)
+    peak = (src.number("roofline.peak_tflops") or 0.0) * 1e12
+    bandwidth = (src.number("roofline.bandwidth_gbps") or gpu.memory_bandwidth_gbps) * 1e9
+    dec_flops = src.number("roofline.decode.flops")
+    dec_bytes = src.number("roofline.decode.bytes")
+    generates = dec_flops is not None and dec_bytes is not None
+    s = _tokens_per_sequence(src)
+    g = sc.gen_len if generates else 0
+    experts = w.experts * wb / pp
+    pre_weights = w.dense * wb / pp + experts * touched_fraction(w, b * s, ep)
+    decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
+
+    mm_decode = 2.0 * matmul_elements_per_token(w, decode=True) / pp
+    mm_prompt = 2.0 * (s * (matmul_elements_per_token(w, decode=False) - w.head) + w.head) / pp
+    dec_seq_flops = (dec_flops or 0.0) / b
+    dec_seq_bytes = max((dec_bytes or 0.0) - decode_weights, 0.0) / b
+    kv_token = src.number("kv_cache.bytes_per_token") or 0.0
+    kv_split = 1 if arch.mla is not None else min(tp, arch.num_kv_heads)
+    context = s + 0.5 * g
+    kv_seq = min(kv_token * context / (kv_split * pp), dec_seq_bytes)
+    pre_seq_flops = (src.number("roofline.prefill.flops") or 0.0) / b
+    pre_seq_bytes = max((src.number("roofline.prefill.bytes") or 0.0) - pre_weights, 0.0) / b
+
+    draft = sc.serving.speculative_draft_params
+    active = float(src.params.active) or 1.0
+    return InferenceInputs(
+        peak_flops=peak,
+        bandwidth=bandwidth,
+        weights=w,
+        weight_bytes=wb,
+        matmul_flops_decode=mm_decode,
+        matmul_flops_prompt=min(mm_prompt, pre_seq_flops),
+        decode_act_bytes=dec_seq_bytes - kv_seq,
+        decode_kv_bytes=kv_seq,
+        decode_attention_flops=max(dec_seq_flops - mm_decode, 0.0),
+        prompt_act_bytes=pre_seq_bytes,
+        prompt_attention_flops=max(pre_seq_flops - mm_prompt, 0.0),
+        model_decode_flops_per_seq=(src.number("flops.decode_step") or 0.0) / b,
+        model_prefill_flops_per_seq=(src.number("flops.prefill") or 0.0) / b,
+        kv_bytes_per_token=kv_token,
+        seq_len=s,
+        gen_len=g,
+        batch=b,
+        tp=tp,
+        pp=pp,
+        dp=par.dp,
+        ep=ep,
+        num_gpus=src.cluster.num_gpus,
+        generates=generates,
+        continuous=sc.serving.continuous_batching,
+        chunked=sc.serving.chunked_prefill,
+        chunk_tokens=sc.serving.prefill_chunk_tokens,
+        disaggregated=sc.serving.disaggregated,
+        spec_tokens=sc.serving.speculative_tokens if draft else 0,
+        spec_acceptance=sc.serving.speculative_acceptance,
+        draft_weight_bytes=(draft or 0.0) * wb / (tp * pp),
+        draft_flops_per_token=2.0 * (draft or 0.0) / (tp * pp),
+        draft_bytes_per_seq=kv_seq * (draft or 0.0) / active,
+        max_concurrency=src.number("kv_cache.max_concurrency"),
+        comm=comm_layout(src),
+        transfer_link=Link(node.inter_node_gbps, False, node.inter_node),
+    )
+
+
+def _tokens_per_sequence(src: Source) -> int:
+    """Tokens one sample carries: seq_len, or the patch count of a vision model."""
+    fwd, per_token = src.number("flops.forward"), src.number("flops.per_token_forward")
+    if fwd and per_token:
+        return max(round(fwd / per_token / src.scenario.batch_size), 1)
+    return src.scenario.seq_len
+
+
+def trainable_per_gpu(src: Source) -> float:
+    sc, arch, params = src.scenario, src.model, src.params
+    par = sc.parallel
+    split = par.tp * par.pp
+    if sc.workload is Workload.FINETUNE and sc.method is not FinetuneMethod.FULL:
+        return lora_parameters(arch, sc.lora_rank, sc.lora_targets == "attention") / split
+    experts = float(params.breakdown.get("experts", 0))
+    return (params.total - experts) / split + experts / (split * par.ep)
+
+
+def training_inputs(source: Any) -> TrainingInputs:
+    """Training-step model inputs of a scenario (an EstimateContext or an Estimate)."""
+    src = Source.of(source)
+    sc, gpu = src.scenario, src.cluster.accelerator
+    par = sc.parallel
+    split = par.tp * par.pp
+    fwd = src.number("flops.forward") or 0.0
+    bwd = src.number("flops.backward") or 0.0
+    rec = src.number("flops.recompute") or 0.0
+    m = sc.grad_accumulation_steps
+    tokens_mb = float(_tokens_per_sequence(src) * sc.batch_size)
+    trainable = trainable_per_gpu(src)
+    shard = trainable / par.dp if par.zero_stage >= 1 else trainable
+    grad_el = sc.dtype.bytes
+    offload = par.offload_optimizer is not Offload.NONE
+    interleaved = par.pipeline_schedule is PipelineSchedule.INTERLEAVED
+    return TrainingInputs(
+        peak_flops=(src.number("roofline.peak_tflops") or 0.0) * 1e12,
+        bandwidth=(src.number("roofline.bandwidth_gbps") or gpu.memory_bandwidth_gbps) * 1e9,
+        fwd_flops=fwd / split,
+        bwd_flops=bwd / split,
+        recompute_flops=rec / split,
+        model_flops_step=(fwd + bwd) * m * par.dp,
+        hardware_flops_step=(fwd + bwd + rec) * m * par.dp,
+        tokens_mb=tokens_mb,
+        tokens_step=tokens_mb * m * par.dp,
+        microbatches=m,
+        pp=par.pp,
+        virtual_stages=par.virtual_stages if interleaved else 1,
+        world=par.world_size,
+        tp_passes=3.0 if sc.recompute is Recompute.FULL else 2.0,
+        grad_bytes=trainable * grad_el,
+        zero_stage=par.zero_stage,
+        optimizer_bytes=0.0 if offload else shard * OPTIMIZER_BYTES[sc.optimizer.value],
+        offload_bytes=shard * (grad_el + 2.0) if offload else 0.0,
+        pcie_gbps=PCIE_GBPS.get(gpu.pcie_gen or 4, 32.0),
+        mfu=sc.mfu,
+        comm=comm_layout(src),
+    )

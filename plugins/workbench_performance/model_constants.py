@@ -1,0 +1,154 @@
+"""Per-model figures the time model needs and the result keys of other plugins do not carry.
+
+* Weight elements a GPU reads in every forward pass, split into dense matrices and the routed
+  experts it holds, with the tensor-parallel layout of Megatron-LM / vLLM (column-parallel
+  Q/gate/up/LM head, row-parallel O/down, K/V never below one head per GPU, MLA
+  down-projections and the router replicated; experts divided over expert-parallel ranks).
+  Only matrices enter (embedding lookups read one row per token): the same convention as the
+  compute plugin's roofline, so that its per-step bytes split exactly into weights and the
+  per-sequence rest.
+* How many tensor-parallel collectives one token meets per forward pass: two per block
+  (after attention and after the MLP; one for parallel attention+MLP blocks), one more per
+  decoder block for cross-attention.
+* Trainable parameters of LoRA adapters, for the gradient exchange of a fine-tune.
+
+Everything is cached per (model object, TP, EP): sweeps pay for it once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.core.model import Head, ModelArchitecture, ModelKind
+
+
+@dataclass(frozen=True, slots=True)
+class WeightElements:
+    """Matrix weight elements on one GPU of one pipeline-less replica (divide by PP per stage)."""
+
+    dense: float
+    decode_dense: float  # what a decode step reads: all but an encoder-decoder model's encoder
+    head: float  # the output head's share of ``dense`` (run on the last prompt position only in prefill)
+    experts: float  # routed experts held by this GPU
+    local_experts: float
+    top_k: int
+    num_experts: int
+
+
+def _attention(arch: ModelArchitecture, tp: int) -> float:
+    h, heads = arch.hidden_size, arch.num_attention_heads
+    mla = arch.mla
+    if mla is not None:
+        q = (
+            (h * mla.q_lora_rank + mla.q_lora_rank * heads * mla.qk_head_dim / tp)
+            if mla.q_lora_rank
+            else h * heads * mla.qk_head_dim / tp
+        )
+        kv = (
+            h * (mla.kv_lora_rank + mla.qk_rope_head_dim)
+            + mla.kv_lora_rank * heads * (mla.qk_nope_head_dim + mla.v_head_dim) / tp
+        )
+        return q + kv + heads * mla.v_head_dim * h / tp
+    q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    return 2.0 * h * q_width / tp + 2.0 * h * kv_width / min(tp, arch.num_kv_heads)
+
+
+def _ffn(arch: ModelArchitecture, inner: int, tp: int) -> float:
+    return (3.0 if arch.gated_mlp else 2.0) * arch.hidden_size * inner / tp
+
+
+_WEIGHTS: dict[tuple[int, int, int], tuple[ModelArchitecture, WeightElements]] = {}
+
+
+def weight_elements(arch: ModelArchitecture, tp: int, ep: int) -> WeightElements:
+    """Matrix weights one GPU holds at tensor-parallel ``tp`` and expert-parallel ``ep``."""
+    key = (id(arch), tp, ep)
+    hit = _WEIGHTS.get(key)
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    moe = arch.moe
+    attention = _attention(arch, tp)
+    dense = experts = encoder = 0.0
+    local = moe.num_experts / ep if moe else 0.0
+    seq2seq = arch.kind is ModelKind.ENCODER_DECODER
+    for index in range(arch.total_layers):
+        block = attention
+        if index >= arch.num_layers:
+            block += attention  # cross-attention of a decoder block
+        if moe is not None and arch.is_moe_layer(index):
+            block += arch.hidden_size * moe.num_experts  # router, replicated
+            if moe.shared_intermediate:
+                block += _ffn(arch, moe.shared_intermediate, tp)
+            experts += local * _ffn(arch, moe.expert_intermediate_size, tp)
+        else:
+            block += _ffn(arch, arch.intermediate_size, tp)
+        dense += block
+        if seq2seq and index < arch.num_layers:
+            encoder += block
+    head = (
+        arch.hidden_size * arch.vocab_size / tp if arch.head is not Head.BASE and arch.vision is None else 0.0
+    )
+    dense += head
+    result = WeightElements(
+        dense,
+        dense - encoder,
+        head,
+        experts,
+        local,
+        moe.experts_per_token if moe else 0,
+        moe.num_experts if moe else 0,
+    )
+    if len(_WEIGHTS) > 512:
+        _WEIGHTS.clear()
+    _WEIGHTS[key] = (arch, result)
+    return result
+
+
+def matmul_elements_per_token(w: WeightElements, *, decode: bool) -> float:
+    """Weight elements one token multiplies on one GPU: dense matrices and its top-k experts."""
+    expert = w.top_k * w.experts / w.local_experts if w.local_experts else 0.0
+    return (w.decode_dense if decode else w.dense) + expert
+
+
+def touched_fraction(w: WeightElements, tokens: float, ep: int) -> float:
+    """Expected share of a GPU's local experts that ``tokens`` tokens route to (uniform routing).
+
+    Each of the ``tokens x EP`` tokens an expert-parallel group serves picks ``top_k`` of
+    ``num_experts``; an expert stays untouched with probability ``(1 - top_k/E) ** (tokens x EP)``.
+    """
+    if not w.num_experts:
+        return 0.0
+    return 1.0 - (1.0 - w.top_k / w.num_experts) ** max(tokens * ep, 0.0)
+
+
+def tp_collectives(arch: ModelArchitecture) -> int:
+    """Tensor-parallel all-reduces one token meets in a forward pass through the whole model."""
+    per_block = 1 if arch.parallel_attention_mlp else 2
+    decoder = (
+        arch.encoder_decoder.num_decoder_layers
+        if arch.kind is ModelKind.ENCODER_DECODER and arch.encoder_decoder
+        else 0
+    )
+    return per_block * arch.total_layers + decoder
+
+
+def moe_layers(arch: ModelArchitecture) -> int:
+    if arch.moe is None:
+        return 0
+    return sum(1 for index in range(arch.total_layers) if arch.is_moe_layer(index))
+
+
+def lora_parameters(arch: ModelArchitecture, rank: int, attention_only: bool) -> float:
+    """Adapter parameters: ``rank x (in + out)`` per adapted matrix (attention, and dense/shared MLPs)."""
+    h, heads = arch.hidden_size, arch.num_attention_heads
+    q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    attention = (h + q_width) + 2 * (h + kv_width) + (q_width + h)
+    mlp = 0.0 if attention_only else (3 if arch.gated_mlp else 2) * (h + arch.intermediate_size)
+    return float(rank) * arch.total_layers * (attention + mlp)
+
+
+#: Bytes an optimizer step reads and writes per trained parameter (fp32 master weights and
+#: states, mixed precision): AdamW reads master weight, gradient, m, v and writes weight, m, v
+#: and the 16-bit copy; 8-bit Adam keeps m and v in one byte each; SGD with momentum keeps one
+#: state; Adafactor's factored statistics are negligible per parameter.
+OPTIMIZER_BYTES = {"adamw": 30.0, "adamw-8bit": 18.0, "sgd-momentum": 22.0, "adafactor": 14.0}

@@ -1,0 +1,139 @@
+"""Training-step model: compute, communication, pipeline bubble and optimizer per optimizer step.
+
+Per GPU (one pipeline stage of one TP group), for one micro-batch of ``b`` sequences::
+
+    t_mb = (forward + backward + recompute FLOPs) / (peak x matmul_eff(b x s tokens))
+           + (TP + EP collectives of forward, backward and recompute) x (1 - perf.tp_comm_overlap)
+           + pipeline sends (activations forward, gradients backward; x v chunks when interleaved)
+
+    step = m x t_mb x (1 + bubble) + exposed DP gradient exchange + optimizer update
+    bubble = (p - 1) / m            1F1B and GPipe (Narayanan et al. 2021, sec. 2.2.1)
+           = (p - 1) / (v x m)      interleaved 1F1B with v model chunks per rank (sec. 2.2.2)
+
+``m`` micro-batches per optimizer step (gradient accumulation), ``p`` pipeline stages. The DP
+gradient exchange overlaps the backward of the last micro-batch (all micro-batches under ZeRO-3,
+whose parameter gathers are spread over the step) up to ``perf.dp_comm_overlap``.
+
+Utilization follows PaLM (Chowdhery et al. 2022, appendix B): MFU counts the model FLOPs of a
+step (forward + backward, 6N + 12 LHQT per token for a dense decoder) without recomputation;
+HFU adds the recomputed forward. ``scenario.mfu`` fixes the MFU, so the step time is
+``model FLOPs / (GPUs x peak x mfu)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
+from workbench_performance.efficiency import Efficiency
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingInputs:
+    peak_flops: float
+    bandwidth: float
+    fwd_flops: float  # per GPU, one micro-batch
+    bwd_flops: float
+    recompute_flops: float
+    model_flops_step: float  # whole job, one optimizer step: forward + backward
+    hardware_flops_step: float  # ... plus recompute
+    tokens_mb: float  # tokens of one micro-batch on one data-parallel rank
+    tokens_step: float  # tokens of one optimizer step, all ranks
+    microbatches: int
+    pp: int
+    virtual_stages: int  # 1 unless the interleaved schedule is used
+    world: int  # GPUs that compute: TP x PP x DP
+    tp_passes: float  # passes whose TP/EP collectives are paid: forward, backward (+ full recompute)
+    grad_bytes: float  # gradient bytes per GPU exchanged over DP
+    zero_stage: int
+    optimizer_bytes: float  # bytes the optimizer update reads and writes on one GPU
+    offload_bytes: float  # bytes over PCIe per step when the optimizer runs on the CPU
+    pcie_gbps: float
+    mfu: float | None  # scenario override
+    comm: CommLayout
+
+
+@dataclass(frozen=True, slots=True)
+class TrainStep:
+    step_s: float
+    compute_s: float  # per GPU, all micro-batches
+    recompute_s: float
+    comm_s: float  # exposed TP/EP/PP + DP communication
+    tp_ep_s: float  # TP and EP collectives on the critical path
+    pp_s: float
+    dp_s: float  # whole gradient exchange, exposed or not
+    dp_exposed_s: float
+    bubble_s: float
+    bubble_fraction: float
+    optimizer_s: float
+    mfu: float
+    hfu: float
+    tokens_per_s: float
+    busy: float
+    overridden: bool
+
+    @property
+    def bound(self) -> str:
+        parts = {
+            "compute": self.compute_s,
+            "communication": self.comm_s,
+            "pipeline bubble": self.bubble_s,
+            "optimizer": self.optimizer_s,
+        }
+        return max(parts, key=parts.__getitem__)
+
+
+def bubble_fraction(pp: int, microbatches: int, virtual_stages: int) -> float:
+    """Pipeline bubble relative to the ideal time: (p-1)/(v m)."""
+    if pp <= 1:
+        return 0.0
+    return (pp - 1) / (max(virtual_stages, 1) * max(microbatches, 1))
+
+
+def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
+    rate = inp.peak_flops * eff.matmul_at(inp.tokens_mb)
+    t_f, t_b, t_r = inp.fwd_flops / rate, inp.bwd_flops / rate, inp.recompute_flops / rate
+    comm = forward_comm(inp.comm, inp.tokens_mb, eff)
+    pp = inp.pp
+    # forward_comm covers every stage of the pipeline; a GPU pays its own stage's share
+    tp_ep = (comm.tp_s + comm.ep_s) / pp * inp.tp_passes * (1.0 - eff.tp_overlap)
+    send = 2.0 * inp.virtual_stages * p2p_s(comm.pp_bytes, inp.comm.pp_link, eff) if pp > 1 else 0.0
+    t_mb = t_f + t_b + t_r + tp_ep + send
+    m = inp.microbatches
+    beta = bubble_fraction(pp, m, inp.virtual_stages)
+    pipe = m * t_mb * (1.0 + beta)
+    dp_s, _ = gradient_sync(inp.comm, inp.grad_bytes, inp.zero_stage, eff)
+    window = t_b * (m if inp.zero_stage >= 3 else 1)
+    dp_exposed = dp_s - min(eff.dp_overlap * dp_s, window)
+    optimizer = inp.optimizer_bytes / (inp.bandwidth * eff.bandwidth)
+    if inp.offload_bytes:
+        optimizer += inp.offload_bytes / (inp.pcie_gbps * 1e9 * eff.link)
+    step = pipe + dp_exposed + optimizer
+    overridden = inp.mfu is not None
+    if inp.mfu is not None:
+        step = inp.model_flops_step / (inp.world * inp.peak_flops * inp.mfu)
+    compute = m * (t_f + t_b + t_r)
+    peak_all = inp.world * inp.peak_flops * step
+    busy = (
+        min(inp.hardware_flops_step / peak_all / eff.matmul, 1.0)
+        if overridden
+        else min((compute + optimizer) / step, 1.0)
+    )
+    return TrainStep(
+        step_s=step,
+        compute_s=compute,
+        recompute_s=m * t_r,
+        comm_s=m * (tp_ep + send) + dp_exposed,
+        tp_ep_s=m * tp_ep,
+        pp_s=m * send,
+        dp_s=dp_s,
+        dp_exposed_s=dp_exposed,
+        bubble_s=m * t_mb * beta,
+        bubble_fraction=beta,
+        optimizer_s=optimizer,
+        mfu=inp.model_flops_step / peak_all,
+        hfu=inp.hardware_flops_step / peak_all,
+        tokens_per_s=inp.tokens_step / step,
+        busy=busy,
+        overridden=overridden,
+    )

@@ -1,0 +1,216 @@
+"""Serving model: decode is memory-bound, prefill compute-bound; batching, chunked prefill,
+disaggregation and speculative decoding behave as their papers say; the output contract holds.
+
+Inputs come from the textbook stand-in of test_perf_support (no memory/compute plugin needed).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from engine_fixtures import GPU, resolved
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_perf_support import engine_with
+from workbench_performance import accepted_per_step, curve_for
+from workbench_performance.keys import PERFORMANCE
+
+ENGINE = engine_with()
+BW = GPU.memory_bandwidth_gbps * 1e9
+PEAK = GPU.dense_tflops["bf16"] * 1e12  # type: ignore[index]
+
+
+def run(**fields):  # type: ignore[no-untyped-def]
+    est = ENGINE.run(resolved(**fields))
+    assert not est.failures, est.failures
+    return est
+
+
+def test_decode_at_batch_one_reads_the_weights_once() -> None:
+    """Batch-1 decode: weight + KV-cache bytes / (bandwidth x 0.8) + the per-step overhead."""
+    est = run(batch_size=1, seq_len=1024, gen_len=256)
+    weights = est.get("roofline.decode.bytes")
+    expected = weights / (BW * 0.8) + 0.001
+    assert est.get("performance.decode_step_s") == pytest.approx(expected, rel=1e-6)
+    assert est.get("performance.bound") == "memory bandwidth"
+
+
+def test_prefill_is_compute_bound_and_scales_with_matmul_efficiency() -> None:
+    base = run(batch_size=1, seq_len=4096, gen_len=16)
+    slower = run(batch_size=1, seq_len=4096, gen_len=16, assumptions={"perf.matmul_efficiency": 0.325})
+    work = base.get("performance.prefill_s") - 0.001
+    assert slower.get("performance.prefill_s") - 0.001 == pytest.approx(2 * work, rel=0.02)
+    # the FLOPs of a 4,096-token prompt at ~65% of peak
+    flops = base.get("roofline.prefill.flops")
+    assert work == pytest.approx(flops / (PEAK * 0.65), rel=0.05)
+
+
+def test_mfu_flag_replaces_the_matmul_efficiency_for_inference() -> None:
+    a = run(batch_size=1, seq_len=4096, gen_len=16, mfu=0.5)
+    b = run(batch_size=1, seq_len=4096, gen_len=16, assumptions={"perf.matmul_efficiency": 0.5})
+    assert a.get("performance.prefill_s") == pytest.approx(b.get("performance.prefill_s"))
+
+
+def test_bandwidth_assumption_override_halves_decode_speed() -> None:
+    base = run(batch_size=1, seq_len=512, gen_len=64)
+    half = run(batch_size=1, seq_len=512, gen_len=64, assumptions={"perf.memory_bandwidth_efficiency": 0.4})
+    assert half.get("performance.decode_step_s") - 0.001 == pytest.approx(
+        2 * (base.get("performance.decode_step_s") - 0.001), rel=1e-6
+    )
+    assert any(
+        row["id"] == "perf.memory_bandwidth_efficiency" and row["overridden"]
+        for row in half.assumptions_used()
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 400))
+def test_more_concurrency_never_lowers_throughput_nor_speeds_up_tokens(b1: int, b2: int) -> None:
+    small, large = sorted((b1, b2))
+    pts = {p.batch: p for p in curve_for(run(batch_size=8, seq_len=1024, gen_len=256), [small, large])}
+    assert pts[large].tokens_per_s >= pts[small].tokens_per_s * (1 - 1e-9)
+    assert pts[large].tpot_s >= pts[small].tpot_s * (1 - 1e-9)
+
+
+def test_ranges_bracket_the_central_estimate() -> None:
+    est = run(batch_size=32, seq_len=2048, gen_len=256)
+    g = est.get
+    assert (
+        g("performance.tokens_per_s_low") < g("performance.tokens_per_s") < g("performance.tokens_per_s_high")
+    )
+    assert g("performance.ttft_s_low") < g("performance.ttft_s") < g("performance.ttft_s_high")
+    assert g("performance.tpot_s_low") < g("performance.tpot_s") < g("performance.tpot_s_high")
+
+
+def test_continuous_batching_charges_prompt_stalls_to_tpot() -> None:
+    """Each finished request is replaced; its prefill stalls decoding: b/G x prefill per token."""
+    est = run(batch_size=16, seq_len=2048, gen_len=128)
+    stall = 16 / 128 * est.get("performance.prefill_s")
+    assert est.get("performance.tpot_s") == pytest.approx(est.get("performance.decode_step_s") + stall)
+    assert est.get("performance.prefill_time_fraction") == pytest.approx(
+        stall / est.get("performance.tpot_s")
+    )
+    assert est.get("performance.tokens_per_s") == pytest.approx(16 / est.get("performance.tpot_s"))
+
+
+def test_chunked_prefill_fills_memory_bound_steps() -> None:
+    """Prompt chunks ride along with memory-bound decode steps: more throughput than stalling."""
+    plain = run(batch_size=32, seq_len=1024, gen_len=256)
+    chunked = run(batch_size=32, seq_len=1024, gen_len=256, serving={"chunked_prefill": True})
+    assert chunked.get("performance.tokens_per_s") > plain.get("performance.tokens_per_s")
+    assert chunked.get("performance.tpot_s") >= chunked.get("performance.decode_step_s")
+
+
+def test_static_batching_prefills_the_whole_batch_first() -> None:
+    static = run(batch_size=16, seq_len=1024, gen_len=128, serving={"continuous_batching": False})
+    dynamic = run(batch_size=16, seq_len=1024, gen_len=128)
+    assert static.get("performance.ttft_s") > 8 * dynamic.get("performance.prefill_s")
+    assert static.get("performance.tpot_s") == pytest.approx(static.get("performance.decode_step_s"))
+
+
+def test_disaggregated_decode_has_no_prompt_stalls_but_pays_for_a_prefill_pool() -> None:
+    est = run(batch_size=32, seq_len=2048, gen_len=256, serving={"disaggregated": True})
+    assert est.get("performance.tpot_s") == pytest.approx(est.get("performance.decode_step_s"))
+    pool = est.get("performance.disagg_prefill_gpus")
+    assert pool >= 1
+    assert est.get("performance.gpus") == 1 + pool
+    assert est.get("performance.tokens_per_s_per_gpu") == pytest.approx(
+        est.get("performance.tokens_per_s") / (1 + pool)
+    )
+    assert est.get("performance.ttft_s") > est.get("performance.prefill_s")  # plus the KV transfer
+
+
+def test_expected_accepted_tokens_follow_leviathan_et_al() -> None:
+    """E[tokens per step] = (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1)."""
+    assert accepted_per_step(4, 0.7) == pytest.approx((1 - 0.7**5) / 0.3)
+    assert accepted_per_step(4, 1.0) == 5
+    assert accepted_per_step(3, 1e-9) == pytest.approx(1.0)
+
+
+def test_speculative_decoding_speeds_up_memory_bound_decode() -> None:
+    plain = run(batch_size=1, seq_len=512, gen_len=256)
+    spec = run(
+        batch_size=1,
+        seq_len=512,
+        gen_len=256,
+        serving={"speculative_draft_params": 5e8, "speculative_tokens": 4, "speculative_acceptance": 0.8},
+    )
+    assert spec.get("performance.speculative_tokens_per_step") == pytest.approx(accepted_per_step(4, 0.8))
+    assert spec.get("performance.tpot_s") < 0.6 * plain.get("performance.tpot_s")
+    useless = run(
+        batch_size=1,
+        seq_len=512,
+        gen_len=256,
+        serving={"speculative_draft_params": 5e8, "speculative_tokens": 4, "speculative_acceptance": 0.05},
+    )
+    assert useless.get("performance.tpot_s") > plain.get("performance.tpot_s")
+
+
+def test_tensor_parallel_splits_weight_reads_and_adds_all_reduces() -> None:
+    one = run(batch_size=1, seq_len=512, gen_len=64)
+    two = run(batch_size=1, seq_len=512, gen_len=64, num_gpus=2, parallel={"tp": 2})
+    comm = two.get("communication.tp.time_s")
+    assert comm > 0 and "intra-node" in two.get("communication.tp.link")
+    kernels_one = one.get("performance.decode_step_s") - 0.001
+    assert two.get("performance.decode_step_s") - 0.001 - comm == pytest.approx(kernels_one / 2, rel=0.01)
+
+
+def test_pipeline_parallel_does_not_shorten_a_token() -> None:
+    one = run(batch_size=1, seq_len=512, gen_len=64)
+    two = run(batch_size=1, seq_len=512, gen_len=64, num_gpus=2, parallel={"pp": 2})
+    assert two.get("performance.decode_step_s") >= one.get("performance.decode_step_s")
+
+
+def test_too_many_sequences_for_the_kv_cache_warn() -> None:
+    est = run(batch_size=128, seq_len=512, gen_len=64)  # the stand-in holds 64
+    codes = [w.code for w in est.warnings]
+    assert "batch-exceeds-kv-cache" in codes
+
+
+def test_prefill_only_models_report_input_throughput_and_no_tpot() -> None:
+    est = run(batch_size=8, seq_len=512, gen_len=0)
+    assert est.get("performance.tpot_s") is None
+    assert est.get("performance.tokens_per_s") == pytest.approx(est.get("performance.input_tokens_per_s"))
+
+
+def test_contract_keys_are_present_and_training_ones_are_null() -> None:
+    est = run(batch_size=4)
+    for key, (_unit, applies, _what) in PERFORMANCE.items():
+        assert key in est, key
+        if applies == "training":
+            assert est.get(key) is None, key
+            assert est.values[key].note
+    for key in (
+        "performance.ttft_s",
+        "performance.tpot_s",
+        "performance.tokens_per_s",
+        "performance.mfu",
+        "performance.bound",
+    ):
+        assert est.get(key) is not None
+    assert est.to_json()["performance"]["tpot_s"] == est.get("performance.tpot_s")
+
+
+def test_formulas_substitute_values() -> None:
+    est = run(batch_size=4, seq_len=256, gen_len=32)
+    assert "decode step" in est.values["performance.tpot_s"].formula
+    assert "prefill" in est.values["performance.ttft_s"].formula
+    assert "perf.memory_bandwidth_efficiency" in est.values["performance.tpot_s"].assumptions
+
+
+def test_curve_matches_the_estimate_and_marks_what_does_not_fit() -> None:
+    est = run(batch_size=32, seq_len=1024, gen_len=256)
+    points = curve_for(est, [1, 32, 64, 65, 1000])
+    at = {p.batch: p for p in points}
+    assert at[32].tokens_per_s == pytest.approx(est.get("performance.tokens_per_s"))
+    assert at[32].ttft_s == pytest.approx(est.get("performance.ttft_s"))
+    assert [p.fits for p in points] == [True, True, True, False, False]
+
+
+def test_ten_thousand_curve_points_take_under_a_second() -> None:
+    est = run(batch_size=32, seq_len=1024, gen_len=256)
+    start = time.perf_counter()
+    points = curve_for(est, range(1, 10_001))
+    assert time.perf_counter() - start < 1.0
+    assert len(points) == 10_000
