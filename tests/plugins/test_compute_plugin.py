@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import time
 from pathlib import Path
 
 import pytest
@@ -13,12 +12,8 @@ from workbench_compute import ComputeEstimator
 from workbench_compute.estimator import PRODUCES
 
 from workbench.core import Cluster, MLAConfig, ModelArchitecture, MoEConfig, Scenario
-from workbench.core.params import count_parameters
 from workbench.core.resolved import ResolvedScenario
-from workbench.engine.assumptions import AssumptionSet
-from workbench.engine.estimator import EstimateContext
 from workbench.engine.pipeline import Engine
-from workbench.engine.variations import with_fields
 from workbench.pluginhost.host import LOADED, PluginHost
 
 ENGINE = Engine([ComputeEstimator()])
