@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from workbench import __version__
@@ -12,19 +14,28 @@ from workbench.core.errors import WorkbenchError
 
 
 def create_application(argv: Sequence[str] = ()) -> QApplication:
-    app = QApplication.instance() or QApplication([sys.argv[0], *argv])
+    existing = QApplication.instance()
+    if existing is None:
+        # Fractional scale factors (125 %, 150 %) as they are: crisp text and charts on HiDPI screens.
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(Qt.HighDpiScaleFactorRoundingPolicy.PassThrough)
+    app = existing or QApplication([sys.argv[0], *argv])
     app.setApplicationName("GPU Planning Workbench")
     app.setOrganizationName("gpu-workbench")
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("gpu-workbench")
+    from workbench.gui.main_window import app_icon
+
+    app.setWindowIcon(app_icon())
     return app  # type: ignore[return-value]
 
 
 def run_app(argv: Sequence[str] = ()) -> int:
     """Open the main window and run the event loop until it closes."""
+    from workbench.gui.error_dialog import install_excepthook
     from workbench.gui.main_window import MainWindow
 
     app = create_application(argv)
+    install_excepthook()
     try:
         window = MainWindow()
     except WorkbenchError as exc:

@@ -1,0 +1,111 @@
+"""Charts and the results panel, fed estimates directly."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QColor
+
+from workbench.core.units import GiB
+from workbench.engine.estimate import Estimate
+from workbench.engine.pipeline import Engine
+from workbench.gui import theme
+from workbench.gui.estimate_runner import Outcome, SweepOutcome
+from workbench.gui.memory_chart import MemoryStackChart
+from workbench.gui.results_panel import ResultsPanel
+from workbench.gui.roofline_chart import RooflineChart
+from workbench.gui.sweep_chart import SweepChart
+
+
+def _estimate(catalogs, project, fake_engine: Engine, **changes) -> Estimate:  # type: ignore[no-untyped-def]
+    scenario = project.scenarios[0].model_copy(update=changes)
+    return fake_engine.run(catalogs.resolve(scenario, project))
+
+
+def test_memory_stack_heights_tooltip_and_capacity(qtbot, catalogs, project, fake_engine) -> None:  # type: ignore[no-untyped-def]
+    chart = MemoryStackChart()
+    qtbot.addWidget(chart)
+    items = list(chart.plot.items)
+    estimate = _estimate(catalogs, project, fake_engine)
+    chart.update_estimate(estimate)
+    assert chart.segment_bytes()["weights"] == (estimate.get("memory.per_gpu.weights"),
+                                               pytest.approx(estimate.get("memory.average_gpu.weights")))
+    assert chart.fits is True
+    assert chart.plot.getAxis("left").labelText == "Memory per GPU (GiB)"
+    assert chart.capacity_label.toPlainText() == "capacity 80.0 GiB"
+    assert chart.usable_label.toPlainText() == "usable 72.0 GiB"
+    weights_gib = estimate.get("memory.per_gpu.weights") / GiB
+    assert chart.segment_at(0.0, weights_gib / 2) == ("weights", 0)
+    assert chart.segment_at(0.5, 1.0) is None
+    tip = chart.segment_tooltip("weights", 0)
+    assert "GiB" in tip and "on the most-loaded GPU" in tip and "fake formula" in tip
+    # Over capacity: red line and a caption; the plot items are the same ones, moved.
+    chart.update_estimate(_estimate(catalogs, project, fake_engine, batch_size=512, seq_len=8192))
+    assert chart.fits is False
+    assert chart.capacity_line.opts["pen"].color() == QColor(theme.BAD_COLOUR)
+    assert chart.message.toPlainText().startswith("Out of memory")
+    assert list(chart.plot.items) == items
+
+
+def test_roofline_ceilings_points_ridge_and_readout(qtbot, catalogs, project, fake_engine) -> None:  # type: ignore[no-untyped-def]
+    chart = RooflineChart()
+    qtbot.addWidget(chart)
+    estimate = _estimate(catalogs, project, fake_engine)
+    chart.update_estimate(estimate)
+    gpu = catalogs.accelerators["h100-sxm"]
+    shown = [c for c in chart.ceilings if c.xData is not None and len(c.xData)]
+    assert len(shown) == len(set(gpu.dense_tflops.values()))
+    labels = " ".join(label.toPlainText() for label in chart.ceiling_labels)
+    assert "bf16" in labels and "fp8" in labels
+    assert chart.plot.getAxis("bottom").labelText == "Arithmetic intensity (FLOP/byte)"
+    assert chart.plot.getAxis("left").labelText == "Attainable (TFLOPS)"
+    assert chart.ridge_point == pytest.approx(989.4 * 1000 / 3350)
+    assert chart.ridge.xData[0] == pytest.approx(chart.ridge_point)
+    assert set(chart.point_data) == {"prefill", "decode"}
+    assert chart.point_labels["decode"].toPlainText() == "decode"
+    assert "decode: 8 FLOP/byte, 26.8 TFLOPS, memory-bound" in chart.readout.text()
+    assert chart.attainable(1.0) == pytest.approx(3.35)
+    assert chart.attainable(1e6) == pytest.approx(989.4)
+    text = chart.readout_text(10.0)
+    assert "10 FLOP/byte" in text and "33.5 TFLOPS" in text and "memory-bound" in text
+
+
+def test_sweep_chart(qtbot) -> None:  # type: ignore[no-untyped-def]
+    chart = SweepChart()
+    qtbot.addWidget(chart)
+    outcome = SweepOutcome(1, "batch_size", [1, 2, 4, 8], [10 * GiB, 20 * GiB, 40 * GiB, 80 * GiB],
+                           80 * GiB, 72 * GiB, [100.0, 190.0, 350.0, None])
+    chart.update_sweep(outcome)
+    chart.set_current(4)
+    assert list(chart.memory_curve.getData()[1]) == [10, 20, 40, 80]
+    assert len(chart.speed_curve.getData()[1]) == 3
+    assert chart.capacity_line.value() == pytest.approx(72)
+    assert chart.status.text() == "fits up to 4"
+    assert chart.current_lines[0].value() == pytest.approx(2)
+
+
+def test_results_panel_figures_explanations_warnings_failures(qtbot, catalogs, project, fake_engine) -> None:  # type: ignore[no-untyped-def]
+    from gui_fakes import Raising
+
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    engine = Engine([*fake_engine.estimators, Raising()])
+    estimate = _estimate(catalogs, project, engine, batch_size=512, seq_len=8192)
+    panel.update_outcome(Outcome(1, estimate.resolved.scenario, estimate.resolved, estimate))
+    assert "Out of memory" in panel.verdict_text
+    assert panel.gpus_needed.text() != "n/a"
+    assert panel.values["memory.per_gpu.total"].text().endswith("GiB")
+    explanation = panel.values["memory.usable_capacity"].explanation()
+    assert "Usable capacity" in explanation and "x 0.9" in explanation
+    assert "Not estimated" in panel.values["cost.usd_per_million_tokens"].explanation()
+    assert panel.warnings.isVisible() and "Fix: use more GPUs" in panel.warnings.text()
+    assert "price table exploded" in panel.failures.text()
+    assert panel.values["performance.ttft_s"].isVisible()
+    assert not panel.values["performance.step_time_s"].isVisible()
+    training = _estimate(catalogs, project, fake_engine, workload="pretrain")
+    panel.update_outcome(Outcome(2, training.resolved.scenario, training.resolved, training))
+    assert panel.values["performance.step_time_s"].isVisible()
+    assert not panel.values["performance.ttft_s"].isVisible()
+    assert not panel.failures.isVisible()
+    panel.show_error("unknown model 'x'")
+    assert panel.error.isVisible() and panel.values["performance.step_time_s"].text() != "n/a"

@@ -1,0 +1,107 @@
+"""Scenario panel: knobs by workload, scenario list operations, refused values."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QInputDialog
+
+from workbench.core.scenario import FinetuneMethod, Workload
+from workbench.gui.controller import ProjectController
+from workbench.gui.scenario_panel import ScenarioPanel, parse_number
+
+
+def _panel(qtbot, controller: ProjectController) -> ScenarioPanel:  # type: ignore[no-untyped-def]
+    panel = ScenarioPanel(controller)
+    qtbot.addWidget(panel)
+    panel.resize(380, 900)
+    panel.show()
+    return panel
+
+
+def test_only_the_knobs_of_the_workload_are_shown(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    for path in ("batch_size", "seq_len", "gen_len", "kv_dtype", "serving.gpu_memory_utilization", "parallel.tp"):
+        assert panel.is_shown(path), path
+    for path in ("optimizer", "parallel.zero_stage", "method", "lora_rank", "recompute", "parallel.ep"):
+        assert not panel.is_shown(path), path
+    assert panel.labels["batch_size"].text() == "Concurrent requests"
+    panel.set_value("workload", Workload.FINETUNE)
+    assert controller.scenario.workload is Workload.FINETUNE
+    assert panel.is_shown("method") and panel.is_shown("optimizer") and panel.is_shown("parallel.zero_stage")
+    assert not panel.is_shown("lora_rank") and not panel.is_shown("gen_len") and not panel.is_shown("kv_dtype")
+    assert panel.labels["batch_size"].text() == "Micro-batch"
+    panel.set_value("method", FinetuneMethod.LORA)
+    assert panel.is_shown("lora_rank") and panel.is_shown("lora_targets")
+    panel.set_value("workload", Workload.PRETRAIN)
+    assert not panel.is_shown("method") and panel.is_shown("recompute") and panel.is_shown("global_batch_size")
+    assert not panel.is_shown("parallel.offload_params")
+    panel.set_value("parallel.zero_stage", 3)
+    assert panel.is_shown("parallel.offload_params")
+
+
+def test_knobs_follow_the_model_and_the_layout(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    controller.set_field("model", "mixtral-8x7b")
+    assert panel.is_shown("parallel.ep")
+    assert not panel.is_shown("parallel.pipeline_schedule") and not panel.is_shown("parallel.sequence_parallel")
+    controller.set_field("num_gpus", 4)
+    panel.set_value("parallel.pp", 2)
+    assert controller.scenario.parallel.pp == 2 and controller.scenario.parallel.dp == 2
+    assert panel.is_shown("parallel.pipeline_schedule")
+
+
+def test_every_knob_edits_its_scenario_field(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    panel.set_value("seq_len", 8192)
+    panel.set_value("gen_len", 64)
+    panel.set_value("serving.gpu_memory_utilization", 0.8)
+    panel.set_value("pricing.cloud_usd_per_gpu_hour", 2.5)
+    panel.set_value("attention", panel.knobs["attention"].knob.choices[0])
+    scenario = controller.scenario
+    assert (scenario.seq_len, scenario.gen_len) == (8192, 64)
+    assert scenario.serving.gpu_memory_utilization == 0.8
+    assert scenario.pricing.cloud_usd_per_gpu_hour == 2.5
+    assert scenario.attention.value == "eager"
+    panel.set_value("pricing.cloud_usd_per_gpu_hour", 0)  # back to "catalog price"
+    assert controller.scenario.pricing.cloud_usd_per_gpu_hour is None
+    panel.set_value("workload", Workload.PRETRAIN)
+    panel.set_value("train_tokens", "100B")
+    assert controller.scenario.train_tokens == 1e11
+    assert parse_number("2.5T") == 2.5e12 and parse_number("") is None
+
+
+def test_a_refused_value_is_marked_and_the_scenario_stays(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    before = controller.scenario
+    panel.set_value("parallel.tp", 4)  # 4-way TP on 1 GPU
+    assert controller.scenario == before
+    assert "needs more GPUs" in panel.errors["parallel.tp"]
+    assert panel.knobs["parallel.tp"].widget.styleSheet()
+    assert panel.knobs["parallel.tp"].widget.value() == 4  # the user's input stays to be corrected
+    assert panel.error_label.isVisible()
+    panel.set_value("train_tokens", "lots")
+    assert "not a number" in panel.errors["train_tokens"]
+    panel.set_value("parallel.tp", 1)
+    assert not panel.errors and not panel.error_label.isVisible()
+
+
+def test_scenarios_add_duplicate_rename_delete_and_switch(qtbot, controller, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    assert [panel.scenario_combo.itemText(i) for i in range(panel.scenario_combo.count())] == ["A", "B"]
+    panel.scenario_combo.setCurrentIndex(1)
+    assert controller.current == "B" and panel.is_shown("method")
+    panel.duplicate_action.trigger()
+    assert controller.current == "B (copy)" and controller.scenario.parallel.tp == 8
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("Seventy on eight", True))
+    panel.rename_action.trigger()
+    assert controller.current == "Seventy on eight"
+    monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: ("A", True))
+    messages: list[str] = []
+    panel.status_message.connect(messages.append)
+    panel.rename_action.trigger()
+    assert controller.current == "Seventy on eight" and "already named" in messages[0]
+    panel.add_button.click()
+    assert controller.current == "New scenario" and len(controller.project.scenarios) == 4
+    panel.delete_action.trigger()
+    assert len(controller.project.scenarios) == 3 and panel.scenario_combo.currentText() == controller.current
+    controller.undo_stack.undo()
+    assert controller.current == "New scenario"

@@ -1,0 +1,306 @@
+"""Roofline of the selected GPU, log-log, with the scenario's operating points.
+
+The roof is drawn from the accelerator's datasheet figures (one ceiling per dtype it supports,
+the memory-bandwidth slope below them); the points come from the estimate's ``roofline.*``
+results. Items are created once; an update moves them and hides the unused ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from workbench.core.dtypes import DType
+from workbench.core.hardware import Accelerator
+from workbench.engine.estimate import Estimate
+from workbench.gui import theme
+from workbench.gui.explain_text import number
+
+PHASES = ("prefill", "decode", "training")
+MAX_CEILINGS = 10
+
+
+def _phases(estimate: Estimate | None) -> tuple[str, ...]:
+    """The phases a scenario runs: serving prefills and decodes; training runs training steps."""
+    if estimate is None:
+        return ()
+    return ("training",) if estimate.resolved.scenario.is_training else ("prefill", "decode")
+
+
+def _snap_down(value: float) -> float:
+    return 10 ** (math.floor(2 * math.log10(value)) / 2)
+
+
+def _snap_up(value: float) -> float:
+    return 10 ** (math.ceil(2 * math.log10(value)) / 2)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"
+
+
+class RooflineChart(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("roofline_chart")
+        self.plot_widget = pg.PlotWidget(self)
+        self.plot_widget.setMinimumSize(280, 220)
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.setLogMode(x=True, y=True)
+        self.plot.showGrid(x=True, y=True, alpha=0.18)
+        self.plot.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
+        self.plot.setLabel("left", "Attainable (TFLOPS)")
+        self.slope = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
+        self.ceilings: list[pg.PlotDataItem] = []
+        self.ceiling_labels: list[pg.TextItem] = []
+        small = QFont()
+        small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
+        for _ in range(MAX_CEILINGS):
+            self.ceilings.append(self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1)))
+            label = pg.TextItem("", anchor=(1, 1))
+            label.setFont(small)
+            self.plot.addItem(label, ignoreBounds=True)
+            self.ceiling_labels.append(label)
+        self.ridge = self.plot.plot([], [], pen=None, symbol="d", symbolSize=11,
+                                    symbolBrush=theme.chart_foreground(), symbolPen=None)
+        self.ridge_label = pg.TextItem("", anchor=(1, 1))
+        self.ridge_label.setFont(small)
+        self.plot.addItem(self.ridge_label, ignoreBounds=True)
+        self.points: dict[str, pg.PlotDataItem] = {}
+        self.point_labels: dict[str, pg.TextItem] = {}
+        bold = QFont()
+        bold.setBold(True)
+        bold.setPointSizeF(max(bold.pointSizeF() * 0.9, 7))
+        for phase in PHASES:
+            colour = theme.PHASE_COLOURS[phase]
+            self.points[phase] = self.plot.plot([], [], pen=None, symbol="o", symbolSize=13, symbolBrush=colour,
+                                                symbolPen=pg.mkPen(theme.chart_background(), width=1.5))
+            label = pg.TextItem("", color=colour, anchor=(0, 0))
+            label.setFont(bold)
+            self.plot.addItem(label, ignoreBounds=True)
+            self.point_labels[phase] = label
+        self.readout = QLabel(" ", self)
+        self.readout.setObjectName("roofline_readout")
+        self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addWidget(self.plot_widget, 1)
+        layout.addWidget(self.readout)
+        self.accelerator: Accelerator | None = None
+        self.bandwidth = 0.0  # GB/s
+        self.peak = 0.0  # TFLOPS of the scenario's dtype
+        self.dtype_name = ""
+        self.point_data: dict[str, tuple[float, float]] = {}
+        self.ridge_point: float | None = None
+        self._last: tuple[Estimate | None, Accelerator | None, DType | None] | None = None
+        self._roof: tuple[object, ...] | None = None
+        self.roof_text = ""
+        self.bounds: dict[str, str] = {}
+        self.readout.setWordWrap(True)
+        self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.plot_widget.viewport().installEventFilter(self)
+        self.plot.getViewBox().sigResized.connect(self._on_resized)
+        self.restyle()
+
+    # --- data ---------------------------------------------------------------------------------
+
+    def update_estimate(self, estimate: Estimate | None, accelerator: Accelerator | None = None,
+                        dtype: DType | None = None) -> None:
+        self._last = (estimate, accelerator, dtype)
+        if estimate is not None:
+            accelerator = accelerator or estimate.resolved.cluster.accelerator
+            scenario = estimate.resolved.scenario
+            dtype = dtype or scenario.weight_format.compute_dtype
+            if not (accelerator and accelerator.supports(dtype)):
+                dtype = scenario.dtype
+        self.accelerator = accelerator
+        if accelerator is None:
+            self._clear()
+            return
+        bandwidth = number(estimate, "roofline.bandwidth_gbps") or accelerator.memory_bandwidth_gbps
+        peak = number(estimate, "roofline.peak_tflops")
+        if peak is None and dtype is not None:
+            peak = accelerator.peak_tflops(dtype)
+        if peak is None:
+            peak = max(accelerator.dense_tflops.values())
+        self.bandwidth, self.peak = bandwidth, peak
+        self.dtype_name = dtype.value if dtype is not None else ""
+        ridge = number(estimate, "roofline.ridge_point") or peak * 1000.0 / bandwidth
+        self.ridge_point = ridge
+        points = self._points(estimate)
+        peaks = sorted({t for t in accelerator.dense_tflops.values() if t > 0})
+        # Ranges snap to half decades so most edits only move the points: the roof, the axes and
+        # their labels are redrawn when the GPU, the dtype or the scale changes.
+        x_lo = _snap_down(min([1.0, *(x for x, _ in points)]) / 4)
+        x_hi = _snap_up(max([ridge, *(p * 1000.0 / bandwidth for p in peaks), *(x for x, _ in points)]) * 12)
+        y_lo = _snap_down(min([x_lo * bandwidth / 1000.0, *(y for _, y in points)]) / 2)
+        top = _snap_up(max(peaks) * 3.0)
+        roof = (accelerator, self.dtype_name, bandwidth, peak, ridge, x_lo, x_hi, y_lo, top,
+                theme.chart_foreground().name())
+        if roof != self._roof:
+            self._roof = roof
+            self._draw_roof(accelerator, bandwidth, peak, ridge, (x_lo, x_hi), (y_lo, top))
+        self._draw_points(estimate, x_lo, x_hi)
+
+    def _draw_roof(self, accelerator: Accelerator, bandwidth: float, peak: float, ridge: float,
+                   x_range: tuple[float, float], y_range: tuple[float, float]) -> None:
+        # Ceilings: one per distinct peak; dtypes of equal rate share a line.
+        groups: dict[float, list[str]] = {}
+        for d, tflops in accelerator.dense_tflops.items():
+            if tflops > 0:
+                groups.setdefault(tflops, []).append(d.value)
+        peaks = sorted(groups)
+        x_lo, x_hi = x_range
+        fg = theme.chart_foreground()
+        faint = theme.muted()
+        for i, item in enumerate(self.ceilings):
+            label = self.ceiling_labels[i]
+            if i >= len(peaks):
+                item.setData([], [])
+                label.setText("")
+                continue
+            tflops = peaks[i]
+            names = groups[tflops]
+            current = self.dtype_name in names
+            item.setData([tflops * 1000.0 / bandwidth, x_hi], [tflops, tflops])
+            item.setPen(pg.mkPen(fg if current else faint, width=2.5 if current else 1,
+                                 style=Qt.PenStyle.SolidLine if current else Qt.PenStyle.DashLine))
+            label.setText(f"{' / '.join(names)}  {_fmt(tflops)}")
+            label.setColor(fg if current else faint)
+            label.setPos(math.log10(x_hi) - 0.05, math.log10(tflops))
+        self.slope.setData([x_lo, max(peaks) * 1000.0 / bandwidth], [x_lo * bandwidth / 1000.0, max(peaks)])
+        self.slope.setPen(pg.mkPen(fg, width=2))
+        self.ridge.setData([ridge], [peak])
+        self.ridge_label.setText(f"ridge {_fmt(ridge)} FLOP/byte")
+        self.ridge_label.setColor(fg)
+        self.ridge_label.setPos(math.log10(ridge) - 0.08, math.log10(peak) + 0.04)
+        self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
+        self.plot.setYRange(math.log10(y_range[0]), math.log10(y_range[1]), padding=0)
+        self.plot.setTitle(f"Roofline: {accelerator.name}", color=fg.name(), size="9pt")
+        self.roof_text = f"{_fmt(peak)} TFLOPS {self.dtype_name} peak, {_fmt(bandwidth)} GB/s"
+
+    def _draw_points(self, estimate: Estimate | None, x_lo: float, x_hi: float) -> None:
+        self.point_data = {}
+        self.bounds: dict[str, str] = {}
+        phases = _phases(estimate)
+        for phase in PHASES:
+            ai = number(estimate, f"roofline.{phase}.arithmetic_intensity") if phase in phases else None
+            attainable = number(estimate, f"roofline.{phase}.attainable_tflops")
+            item, label = self.points[phase], self.point_labels[phase]
+            if ai is None or attainable is None or ai <= 0 or attainable <= 0:
+                if label.toPlainText():
+                    item.setData([], [])
+                    label.setText("")
+                continue
+            self.point_data[phase] = (ai, attainable)
+            item.setData([ai], [attainable])
+            bound = estimate.get(f"roofline.{phase}.bound") if estimate is not None else None
+            label.setText(phase)
+            self.bounds[phase] = bound if isinstance(bound, str) else ""
+            # Left of the point, where the roof leaves room: above a memory-bound point (over the
+            # slope), below a compute-bound one (under its ceiling). Too near the left edge for the
+            # text: right of the point, below the slope.
+            lx, ly = math.log10(ai), math.log10(attainable)
+            if lx - math.log10(x_lo) < self._text_width(label) + 0.1:
+                label.setAnchor((0, 0))
+                label.setPos(lx + 0.08, ly - 0.06)
+            elif bound == "memory":
+                label.setAnchor((1, 1))
+                label.setPos(lx - 0.06, ly + 0.04)
+            else:
+                label.setAnchor((1, 0))
+                label.setPos(lx - 0.06, ly - 0.04)
+        self.readout.setText(self.summary_text())
+
+    def summary_text(self) -> str:
+        """The roof and where each phase sits on it (shown while the mouse is elsewhere)."""
+        parts = [self.roof_text]
+        for phase, (ai, attainable) in self.point_data.items():
+            bound = self.bounds.get(phase)
+            parts.append(f"{phase}: {_fmt(ai)} FLOP/byte, {_fmt(attainable)} TFLOPS"
+                         + (f", {bound}-bound" if bound else ""))
+        return " · ".join(parts)
+
+    def _text_width(self, label: pg.TextItem) -> float:
+        """Width of ``label`` in decades of the x axis (as the view is sized now)."""
+        per_pixel = self.plot.getViewBox().viewPixelSize()[0]
+        if not per_pixel or per_pixel <= 0 or math.isinf(per_pixel):
+            per_pixel = (math.log10(self._roof[6]) - math.log10(self._roof[5])) / 300 if self._roof else 0.02
+        return label.textItem.boundingRect().width() * per_pixel
+
+    def _on_resized(self) -> None:
+        if self._last is not None and self._roof is not None:
+            self._draw_points(self._last[0], self._roof[5], self._roof[6])  # type: ignore[arg-type]
+
+    @staticmethod
+    def _points(estimate: Estimate | None) -> list[tuple[float, float]]:
+        found = []
+        for phase in _phases(estimate):
+            ai = number(estimate, f"roofline.{phase}.arithmetic_intensity")
+            attainable = number(estimate, f"roofline.{phase}.attainable_tflops")
+            if ai and attainable and ai > 0 and attainable > 0:
+                found.append((ai, attainable))
+        return found
+
+    def _clear(self) -> None:
+        self._roof = None
+        for item in (*self.ceilings, self.slope, self.ridge, *self.points.values()):
+            item.setData([], [])
+        for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
+            label.setText("")
+        self.point_data = {}
+
+    # --- hover --------------------------------------------------------------------------------
+
+    def attainable(self, intensity: float) -> float:
+        """Attainable TFLOPS at ``intensity`` FLOP/byte for the scenario's dtype."""
+        return min(self.peak, intensity * self.bandwidth / 1000.0)
+
+    def readout_text(self, intensity: float) -> str:
+        value = self.attainable(intensity)
+        bound = "memory-bound" if intensity * self.bandwidth / 1000.0 < self.peak else "compute-bound"
+        return (f"intensity {_fmt(intensity)} FLOP/byte → attainable {_fmt(value)} TFLOPS "
+                f"{self.dtype_name} ({bound})")
+
+    def eventFilter(self, watched: object, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Leave:
+            self.readout.setText(self.summary_text())
+        return False
+
+    def _on_mouse_moved(self, scene_pos: QPointF) -> None:
+        view = self.plot.getViewBox()
+        if self.accelerator is None or not view.sceneBoundingRect().contains(scene_pos):
+            self.readout.setText(self.summary_text())
+            return
+        intensity = 10 ** view.mapSceneToView(scene_pos).x()
+        self.readout.setText(self.readout_text(intensity))
+
+    # --- theme --------------------------------------------------------------------------------
+
+    def restyle(self) -> None:
+        theme.style_plot(self.plot_widget, [self.plot])
+        # Labels sit on a veil of the background so a line running under them stays readable.
+        veil = QColor(theme.chart_background())
+        veil.setAlpha(210)
+        for label in (*self.point_labels.values(), self.ridge_label):
+            label.fill = pg.mkBrush(veil)
+            label.update()
+        self.ridge.setSymbolBrush(theme.chart_foreground())
+        for item in self.points.values():
+            item.setSymbolPen(pg.mkPen(theme.chart_background(), width=1.5))
+        self._roof = None
+        if self._last is not None:
+            self.update_estimate(*self._last)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange:
+            self.restyle()
+        super().changeEvent(event)

@@ -1,0 +1,59 @@
+"""Window and session preferences in QSettings, read through one declared defaults table.
+
+Only what does not change an estimate lives here (layout, first-launch flag, chart choices);
+everything that changes a number belongs in the project.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings
+
+#: Every key the window reads or writes, with its default. A key not listed here is a bug.
+DEFAULTS: dict[str, Any] = {
+    "window/geometry": QByteArray(),
+    "window/state": QByteArray(),
+    "window/charts": QByteArray(),  # the chart splitters (central area), not part of saveState
+    "window/top_charts": QByteArray(),
+    "session/first_launch_done": False,
+    "session/hint_dismissed": False,
+    "charts/sweep_axis": "batch_size",
+}
+
+#: Bumped when the dock layout changes so an old saved state is not applied to new docks.
+LAYOUT_VERSION = 1
+
+
+class Settings:
+    """Typed access to QSettings through :data:`DEFAULTS`.
+
+    Pass a ``QSettings`` (tests pass an ini file under a temp folder); by default the
+    application's native user settings are used.
+    """
+
+    def __init__(self, store: QSettings | None = None) -> None:
+        self.store = store if store is not None else QSettings()
+
+    def get(self, key: str) -> Any:
+        default = DEFAULTS[key]
+        value = self.store.value(key, default)
+        if isinstance(default, bool):
+            # Ini files hand booleans back as the strings "true"/"false".
+            return value in (True, "true", "1", 1)
+        if isinstance(default, int):
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                return default
+        if isinstance(default, QByteArray) and not isinstance(value, QByteArray):
+            return default
+        return value
+
+    def set(self, key: str, value: Any) -> None:
+        if key not in DEFAULTS:
+            raise KeyError(f"undeclared setting {key!r}")
+        self.store.setValue(key, value)
+
+    def sync(self) -> None:
+        self.store.sync()
