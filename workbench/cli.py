@@ -270,8 +270,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.question == "min-gpus":
         layout = solvers.min_gpus(engine, resolved)
         doc["answer"] = None if layout is None else {"num_gpus": layout.tp * layout.pp * layout.dp, **layout.as_dict()}
-        text = ("nothing fits within the search limit" if layout is None else
-                f"{layout.tp * layout.pp * layout.dp} GPUs (TP {layout.tp} x PP {layout.pp} x DP {layout.dp})")
+        if layout is None:
+            why = engine.run(resolved).values.get("memory.min_gpus")
+            text = "nothing fits" + (f": {why.formula}" if why is not None and why.formula else "")
+            doc["reason"] = text
+        else:
+            text = f"{layout.tp * layout.pp * layout.dp} GPUs (TP {layout.tp} x PP {layout.pp} x DP {layout.dp})"
     elif args.question in ("max-batch", "max-context"):
         field = "batch_size" if args.question == "max-batch" else "seq_len"
         found = solvers.largest_fitting(engine, resolved, field)
