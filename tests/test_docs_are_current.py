@@ -34,3 +34,13 @@ def test_readme_lists_every_assumption() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [ident for ident in default_engine().assumptions if f"`{ident}`" not in readme]
     assert missing == [], "run `gpu-workbench assumptions --markdown` and update the README table"
+
+
+def test_readme_validation_table_matches_docs() -> None:
+    """The README copies the validation table of docs/validation.md (kept current by its own test)."""
+
+    def rows(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line[:3] in ("| T", "| I", "| R")]
+
+    docs = rows((ROOT / "docs" / "validation.md").read_text())
+    assert docs and rows((ROOT / "README.md").read_text()) == docs
