@@ -1,5 +1,6 @@
 """Project files in SQLite (sqlite-utils), atomic saves, autosave recovery and locks. No Qt."""
 
+from workbench.store.estimate_cache import input_hash, load_estimates, save_estimates
 from workbench.store.lock import ProjectLock, ProjectLockedError
 from workbench.store.project_file import (
     SUFFIX,
@@ -17,4 +18,5 @@ __all__ = [
     "SUFFIX", "ProjectFileError", "ProjectLock", "ProjectLockedError", "Recovery", "check_project_file",
     "discard_recovery", "export_json", "import_json", "open_project", "pending_recoveries", "save_project",
     "scenario_from_json", "write_recovery",
+    "input_hash", "load_estimates", "save_estimates",
 ]

@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,14 @@ class ProjectFileError(InputError):
 # --- writing ------------------------------------------------------------------------------------
 
 
-def save_project(project: Project, path: str | Path, *, touch: bool = True) -> Project:
-    """Write ``project`` to ``path`` atomically; returns the project with its ``modified`` time."""
+def save_project(project: Project, path: str | Path, *, touch: bool = True,
+                 estimates: Mapping[str, tuple[str, str]] | None = None) -> Project:
+    """Write ``project`` to ``path`` atomically; returns the project with its ``modified`` time.
+
+    ``estimates`` (scenario name -> (input hash, estimate JSON)) are cached results written in the
+    same atomic file (see :mod:`workbench.store.estimate_cache`); entries for scenarios the project
+    does not hold are dropped.
+    """
     target = Path(path)
     if touch:
         project = project.model_copy(update={"modified": dt.datetime.now(dt.timezone.utc).replace(microsecond=0)})
@@ -51,7 +58,7 @@ def save_project(project: Project, path: str | Path, *, touch: bool = True) -> P
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        _write_database(project, tmp)
+        _write_database(project, tmp, estimates or {})
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
         os.chmod(tmp, _file_mode(target))
@@ -96,7 +103,7 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_database(project: Project, file: Path) -> None:
+def _write_database(project: Project, file: Path, estimates: Mapping[str, tuple[str, str]]) -> None:
     conn = sqlite3.connect(file)
     try:
         db = Database(conn)
@@ -141,6 +148,12 @@ def _write_database(project: Project, file: Path) -> None:
             db["comparisons"].insert_all(
                 {"name": c.name, "position": i, "payload_json": c.model_dump_json()}
                 for i, c in enumerate(project.comparisons)
+            )
+            names = {s.name for s in project.scenarios}
+            db["estimates"].insert_all(
+                {"scenario": name, "input_hash": digest, "app_version": __version__, "payload_json": payload}
+                for name, (digest, payload) in estimates.items()
+                if name in names
             )
         conn.commit()
     finally:
