@@ -1,0 +1,602 @@
+"""`gpu-workbench compare`, `sensitivity`, and the inverse questions `solve` gains here:
+``cheapest``, ``train-in``, ``max-context-tpot`` and ``max-batch-tpot``.
+
+Candidates are ``ID[:NODE][@USD_PER_GPU_HOUR]`` in ``--gpus-list`` (``mi300x@3.5``: MI300X at
+$3.50 per GPU-hour), or ``--candidates all`` (the catalog plus the project's own accelerators).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from workbench.core.errors import InputError
+from workbench.core.project import Project
+from workbench.core.scenario import Scenario
+from workbench.core.units import format_count
+from workbench.engine.compare import (
+    Candidate,
+    CandidateResult,
+    Comparison,
+    ScenarioComparison,
+    Targets,
+    format_metric,
+    format_usd,
+)
+from workbench.engine.solvers import MAX_GPUS
+
+SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
+
+
+def _emit_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got '{text}'")
+    return value
+
+
+def _add_candidates(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--gpus-list",
+        metavar="ID[:NODE][@USD],...",
+        help="candidate accelerators, e.g. h100-sxm,h200-sxm,mi300x@3.5 (@: price per GPU-hour)",
+    )
+    group.add_argument(
+        "--candidates", choices=["all"], help="every accelerator of the catalog and the project"
+    )
+    parser.add_argument(
+        "--max-gpus",
+        type=_positive_int,
+        default=MAX_GPUS,
+        help=f"largest job the sizing considers (default {MAX_GPUS:,})",
+    )
+
+
+def _add_targets(parser: argparse.ArgumentParser, days_alias: bool = False) -> None:
+    group = parser.add_argument_group("targets")
+    group.add_argument(
+        "--max-ttft", type=_positive_float, metavar="S", help="time to first token at most S seconds"
+    )
+    group.add_argument(
+        "--max-tpot", type=_positive_float, metavar="S", help="time per output token at most S seconds"
+    )
+    group.add_argument(
+        "--min-tokens-per-s", type=_positive_float, metavar="N", help="throughput at least N tokens/s"
+    )
+    names = ["--deadline-days", "--days"] if days_alias else ["--deadline-days"]
+    group.add_argument(
+        *names,
+        dest="deadline_days",
+        type=_positive_float,
+        metavar="D",
+        help="training finishes within D days",
+    )
+    group.add_argument("--budget-usd", type=_positive_float, metavar="X", help="spend at most X USD")
+    group.add_argument(
+        "--budget-basis",
+        choices=["auto", "run", "tco", "capex"],
+        default="auto",
+        help="what the budget pays for: the training run, the cheaper of buying and renting over "
+        "--years, or buying (auto: run for training with --train-tokens, else tco)",
+    )
+
+
+def _targets(args: argparse.Namespace) -> Targets:
+    return Targets(
+        args.max_ttft,
+        args.max_tpot,
+        args.min_tokens_per_s,
+        args.deadline_days,
+        args.budget_usd,
+        args.budget_basis,
+    )
+
+
+def parse_candidates(text: str) -> list[Candidate]:
+    """``h100-sxm,mi300x:mi300x-8-oam@3.5`` -> candidates (node and price optional)."""
+    out = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        spec, _, price_text = item.partition("@")
+        ident, _, node = spec.partition(":")
+        price = None
+        if price_text:
+            try:
+                price = float(price_text)
+            except ValueError:
+                price = -1.0
+            if not price > 0:
+                raise InputError(
+                    f"--gpus-list: '{item}': the price after @ must be a positive number (USD per GPU-hour)"
+                )
+        if not ident:
+            raise InputError(f"--gpus-list: '{item}' names no accelerator")
+        out.append(Candidate(ident.lower(), node.lower() or None, price))
+    if not out:
+        raise InputError("--gpus-list: name at least one accelerator")
+    return out
+
+
+def _candidates(
+    args: argparse.Namespace, project: Project | None, required: bool = True
+) -> list[Candidate] | None:
+    from workbench.catalog.accelerators import load_accelerators, load_node_shapes
+    from workbench.catalog.resolve import resolve_accelerator
+
+    if args.candidates == "all":
+        ids = list(load_accelerators())
+        if project is not None:
+            ids += [i for i in project.accelerators if i not in ids]
+        return [Candidate(i) for i in ids]
+    if not args.gpus_list:
+        if required:
+            raise InputError("name the candidates with --gpus-list ID,ID,... or --candidates all")
+        return None
+    candidates = parse_candidates(args.gpus_list)
+    nodes = None
+    for c in candidates:
+        resolve_accelerator(c.accelerator, project)  # an unknown id is refused with the closest known one
+        if c.node is not None:
+            nodes = nodes or load_node_shapes()
+            if c.node not in nodes:
+                raise InputError(f"--gpus-list: unknown node shape '{c.node}' (see `catalog nodes`)")
+    return candidates
+
+
+def _with(args: argparse.Namespace, **changes: Any) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), **changes})
+
+
+def _scenarios(args: argparse.Namespace) -> tuple[list[Scenario], Project | None]:
+    """The scenarios to compare: one from flags / a file, or named ones from ``--project``."""
+    from workbench.scenario_flags import project_from_args, scenario_from_args
+
+    project = project_from_args(args)
+    names: list[str] = list(args.scenario or [])
+    if project is not None:
+        names = names or [s.name for s in project.scenarios]
+        if not names:
+            raise InputError(f"{args.project}: the project has no scenarios")
+        return [scenario_from_args(_with(args, scenario=name), project) for name in names], project
+    if len(names) > 1:
+        raise InputError("--scenario: give one scenario file, or a --project to compare several by name")
+    return [scenario_from_args(_with(args, scenario=names[0] if names else None))], None
+
+
+def _apply_price_flags(args: argparse.Namespace, candidates: list[Candidate]) -> list[Candidate]:
+    """A price given with --usd-per-gpu-hour / --purchase-usd is for one accelerator."""
+    rental = getattr(args, "s_pricing__cloud_usd_per_gpu_hour", None)
+    purchase = getattr(args, "s_pricing__purchase_usd_per_gpu", None)
+    if rental is None and purchase is None:
+        return candidates
+    if len(candidates) == 1:
+        c = candidates[0]
+        return [
+            Candidate(c.accelerator, c.node, c.usd_per_gpu_hour or rental, c.purchase_usd_per_gpu or purchase)
+        ]
+    named = getattr(args, "s_gpu", None)
+    if named is None or all(c.accelerator != named.lower() for c in candidates):
+        flag = "--usd-per-gpu-hour" if rental is not None else "--purchase-usd"
+        raise InputError(
+            f"{flag} is the price of one accelerator: name it with --gpu, or give each candidate's "
+            "rental price as ID@USD in --gpus-list"
+        )
+    return candidates
+
+
+def _resolver(project: Project | None):  # type: ignore[no-untyped-def]
+    from workbench.catalog.resolve import resolve_scenario
+
+    return lambda scenario: resolve_scenario(scenario, project)
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+_INFERENCE_COLUMNS = (
+    "gpus",
+    "ttft_s",
+    "tpot_s",
+    "tokens_per_s",
+    "usd_per_hour",
+    "usd_per_m_tokens",
+    "tokens_per_kwh",
+    "tco_buy_usd",
+    "tco_rent_usd",
+)
+_TRAINING_COLUMNS = (
+    "gpus",
+    "tokens_per_s",
+    "train_days",
+    "usd_per_hour",
+    "run_usd",
+    "usd_per_m_tokens",
+    "tokens_per_kwh",
+    "tco_buy_usd",
+    "tco_rent_usd",
+)
+_SHORT = {
+    "gpus": "GPUs",
+    "ttft_s": "TTFT",
+    "tpot_s": "TPOT",
+    "tokens_per_s": "tokens/s",
+    "train_days": "days",
+    "usd_per_hour": "$/h",
+    "usd_per_m_tokens": "$/Mtok",
+    "run_usd": "$/run",
+    "tokens_per_kwh": "tok/kWh",
+    "tco_buy_usd": "TCO buy",
+    "tco_rent_usd": "TCO rent",
+}
+
+
+def _cell(metric: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if metric == "tokens_per_s":
+        return f"{value:,.0f}"
+    if metric == "tokens_per_kwh":
+        return format_count(value, 1)
+    text = format_metric(metric, value)
+    return text.replace("/Mtoken", "").replace("/h", "").replace(" days", "")
+
+
+def render_scenario(sc: ScenarioComparison, max_gpus: int = MAX_GPUS) -> str:
+    s = sc.scenario
+    columns = _TRAINING_COLUMNS if s.is_training else _INFERENCE_COLUMNS
+    ranked_by = {"run_usd": "$ of the training run", "usd_per_m_tokens": "$ per million tokens"}[
+        sc.cost_metric
+    ]
+    lines = [
+        f"{s.name}: {s.workload.value} of {s.model}, batch {s.batch_size}, sequence {s.seq_len}"
+        + (f", {s.train_tokens:.3g} tokens" if s.train_tokens else "")
+        + f"; ranked by {ranked_by}"
+    ]
+    rows = [["#", "accelerator", *(_SHORT[c] for c in columns), "layout", "verdict"]]
+    for r in sc.results:
+        layout = f"TP{r.tp} PP{r.pp} DP{r.dp}" if r.fits else "-"
+        rows.append(
+            [str(r.rank), r.candidate.label, *(_cell(c, r.values.get(c)) for c in columns), layout, r.verdict]
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [
+            row[i].ljust(widths[i]) if i in (0, 1, len(widths) - 1) else row[i].rjust(widths[i])
+            for i in range(len(widths))
+        ]
+        lines.append("  " + "  ".join(cells) + "  " + row[-1])
+    if sc.recommendation is not None:
+        best = sc.recommendation
+        lines.append(
+            f"recommendation: {best.candidate.label} x {best.gpus} "
+            f"({format_metric(best.cost_metric, best.cost)}; {best.sizing})"
+        )
+    else:
+        lines.append(f"no recommendation: {sc.why_no_recommendation}")
+    return "\n".join(lines)
+
+
+def render(comparison: Comparison, max_gpus: int = MAX_GPUS) -> str:
+    parts = [render_scenario(sc, max_gpus) for sc in comparison.scenarios]
+    if len(comparison.scenarios) > 1:
+        rec = comparison.recommendation
+        parts.append(
+            f"overall: {rec.label}" if rec is not None else f"overall: {comparison.why_no_recommendation}"
+        )
+    return "\n\n".join(parts)
+
+
+def _write(text: str, target: str) -> None:
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    from pathlib import Path
+
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from None
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from workbench.engine.compare import compare
+    from workbench.pluginhost import default_engine
+    from workbench.report import exports
+
+    scenarios, project = _scenarios(args)
+    candidates = _apply_price_flags(args, _candidates(args, project) or [])
+    comparison = compare(
+        default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
+    )
+    if args.json:
+        _emit_json(exports.comparison_json(comparison))
+        return 0
+    if args.csv:
+        _write(exports.comparison_csv(comparison), args.csv)
+        if args.csv == "-":
+            return 0
+    if args.html:
+        _write(exports.comparison_html(comparison), args.html)
+        if args.html == "-":
+            return 0
+    print(render(comparison, args.max_gpus))
+    for path in (args.csv, args.html):
+        if path:
+            print(f"wrote {path}")
+    return 0
+
+
+# --- sensitivity --------------------------------------------------------------------------------
+
+
+def _fmt_factor(value: float, unit: str) -> str:
+    if unit == "x price":
+        return f"x{value:.2f}"
+    return f"{value:.3g}"
+
+
+def render_sensitivity(sens: Any) -> str:
+    head = f"{sens.scenario}: {sens.metric_title} ({sens.unit}) = {_num(sens.base)}; "
+    lines = [head + "each factor swung alone from low to high, biggest swing first"]
+    if sens.recommendation is not None:
+        lines[0] += f"; recommendation {sens.recommendation}"
+    rows = [["factor", "low", "high", "at low", "at high", "swing", "recommendation"]]
+    still = []
+    for bar in sens.bars:
+        if bar.swing == 0 and not bar.recommendation_changes:
+            still.append(bar.factor.id)
+            continue
+        changed = []
+        if bar.recommendation_changes:
+            for end, pick in (("low", bar.recommendation_at_low), ("high", bar.recommendation_at_high)):
+                if pick != sens.recommendation:
+                    changed.append(f"at {end}: {pick or 'none'}")
+        rec = "; ".join(changed)
+        f = bar.factor
+        rows.append(
+            [
+                f.id,
+                _fmt_factor(f.low, f.unit),
+                _fmt_factor(f.high, f.unit),
+                _num(bar.at_low),
+                _num(bar.at_high),
+                _num(bar.swing),
+                rec,
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append(
+            "  "
+            + "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        )
+    if still:
+        lines.append("no effect: " + ", ".join(still))
+    if sens.spans:
+        lines.append("ranges (every efficiency assumption at one end of its range):")
+        for span in sens.spans:
+            lines.append(
+                f"  {span.title:<26} {_num(span.low)} .. {_num(span.likely)} .. {_num(span.high)} {span.unit}"
+            )
+    for note in sens.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def _cmd_sensitivity(args: argparse.Namespace) -> int:
+    from workbench.engine import sensitivity
+    from workbench.pluginhost import default_engine
+
+    engine = default_engine()
+    scenarios, project = _scenarios(args)
+    candidates = _candidates(args, project, required=False)
+    if candidates is None:
+        if len(scenarios) > 1:
+            raise InputError(
+                "sensitivity: name one scenario (--scenario NAME), or give candidates to compare"
+            )
+        from workbench.catalog.resolve import resolve_scenario
+
+        sens = sensitivity.tornado(engine, resolve_scenario(scenarios[0], project), args.metric)
+    else:
+        if args.metric:
+            raise InputError("--metric: with candidates the metric is the recommendation's cost")
+        candidates = _apply_price_flags(args, candidates)
+        _, sens = sensitivity.comparison_tornado(
+            engine, scenarios, candidates, _resolver(project), _targets(args)
+        )
+    if args.json:
+        _emit_json(sens.as_dict())
+    else:
+        print(render_sensitivity(sens))
+    return 0
+
+
+# --- solve: cheapest, train-in, max-*-tpot -----------------------------------------------------
+
+
+def _result_doc(result: CandidateResult) -> dict[str, Any]:
+    doc = result.as_dict()
+    doc["num_gpus"] = result.gpus
+    return doc
+
+
+def _cmd_solve_more(args: argparse.Namespace) -> int:
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine import solvers
+    from workbench.pluginhost import default_engine
+    from workbench.scenario_flags import project_from_args, scenario_from_args
+
+    engine = default_engine()
+    project = project_from_args(args)
+    scenario = scenario_from_args(args, project)
+    doc: dict[str, Any] = {"question": args.question}
+    if args.question == "cheapest":
+        from workbench.engine.compare import cheapest
+
+        candidates = _candidates(args, project, required=False)
+        if candidates is None:
+            candidates = _candidates(_with(args, candidates="all"), project)
+        candidates = _apply_price_flags(args, candidates or [])
+        found = cheapest(
+            engine, scenario, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
+        )
+        best = found.recommendation
+        doc["answer"] = None if best is None else _result_doc(best)
+        doc["reason"] = found.why_no_recommendation
+        doc["ranking"] = [_result_doc(r) for r in found.results]
+        if best is None:
+            text = f"none: {found.why_no_recommendation}"
+        else:
+            text = (
+                f"{best.candidate.label} x {best.gpus} (TP {best.tp} x PP {best.pp} x DP {best.dp}), "
+                f"{format_metric(best.cost_metric, best.cost)}"
+            )
+            runners = [r for r in found.results[1:4] if r.meets_targets]
+            if runners:
+                text += "; next: " + ", ".join(
+                    f"{r.candidate.label} x {r.gpus} {format_metric(r.cost_metric, r.cost)}" for r in runners
+                )
+    elif args.question == "train-in":
+        tokens = args.tokens or scenario.train_tokens
+        if not scenario.is_training:
+            raise InputError("train-in: a training scenario is needed (--workload pretrain or finetune)")
+        if tokens is None:
+            raise InputError("train-in: give the tokens to train on (--tokens N)")
+        if args.deadline_days is None:
+            raise InputError("train-in: give the deadline (--days D)")
+        scenario = scenario.model_copy(update={"train_tokens": float(tokens)})
+        layout = solvers.train_within(
+            engine, resolve_scenario(scenario, project), args.deadline_days, args.max_gpus
+        )
+        if layout is None:
+            doc["answer"] = None
+            text = (
+                f"cannot train {tokens:.3g} tokens in {args.deadline_days:g} days "
+                f"on up to {args.max_gpus:,} GPUs"
+            )
+            doc["reason"] = text
+        else:
+            n = layout.tp * layout.pp * layout.dp
+            days = layout.estimate.get("performance.train_time_days")
+            run = layout.estimate.get("cost.total_usd")
+            doc["answer"] = {"num_gpus": n, **layout.as_dict(), "train_days": days, "run_usd": run}
+            text = (
+                f"{n} GPUs (TP {layout.tp} x PP {layout.pp} x DP {layout.dp}) train {tokens:.3g} tokens "
+                f"in {days:.3g} days" + ("" if run is None else f", {format_usd(float(run))}")
+            )
+    else:
+        field = "seq_len" if args.question == "max-context-tpot" else "batch_size"
+        if args.max_tpot is None:
+            raise InputError(f"{args.question}: give the TPOT target (--max-tpot S)")
+        if scenario.is_training:
+            raise InputError(f"{args.question}: TPOT applies to inference scenarios")
+        found = solvers.largest_under_tpot(engine, resolve_scenario(scenario, project), field, args.max_tpot)
+        if found is None:
+            doc["answer"] = None
+            text = (
+                f"none: even {field} = 1 misses TPOT {format_metric('tpot_s', args.max_tpot)} or does not fit"
+            )
+            doc["reason"] = text
+        else:
+            value, estimate = found
+            tpot = estimate.get("performance.tpot_s")
+            doc["answer"] = {
+                field: value,
+                "tpot_s": tpot,
+                "memory_per_gpu": estimate.get("memory.per_gpu.total"),
+            }
+            limit = format_metric("tpot_s", args.max_tpot)
+            text = f"{field} = {value:,} (TPOT {format_metric('tpot_s', tpot)} <= {limit})"
+    if args.json:
+        _emit_json(doc)
+    else:
+        print(f"{args.question}: {text}")
+    return 0
+
+
+# --- registration -------------------------------------------------------------------------------
+
+
+def add_compare_commands(
+    sub: Any, parser_class: type, add_scenario_flags: Any, solve: argparse.ArgumentParser
+) -> None:
+    """Register `compare` and `sensitivity`, and teach the existing `solve` its new questions."""
+    repeat_help = (
+        "a scenario file, or with --project a scenario's name (repeatable with --project; "
+        "default: every scenario of the project)"
+    )
+
+    comp = sub.add_parser(
+        "compare", help="rank candidate accelerators on one or more scenarios", conflict_handler="resolve"
+    )
+    add_scenario_flags(comp)
+    comp.add_argument("--scenario", action="append", metavar="FILE|NAME", help=repeat_help)
+    _add_candidates(comp)
+    _add_targets(comp)
+    out = comp.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV ('-': stdout)")
+    out.add_argument("--html", metavar="FILE", help="write a standalone HTML table ('-': stdout)")
+    comp.set_defaults(handler=_cmd_compare)
+
+    sens = sub.add_parser(
+        "sensitivity",
+        help="tornado: which assumption or price moves the headline number",
+        conflict_handler="resolve",
+    )
+    add_scenario_flags(sens)
+    sens.add_argument("--scenario", action="append", metavar="FILE|NAME", help=repeat_help)
+    sens.add_argument(
+        "--metric", metavar="KEY", help="result key to swing (default: $/M tokens, $ of the run, or speed)"
+    )
+    _add_candidates(sens)
+    _add_targets(sens)
+    sens.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    sens.set_defaults(handler=_cmd_sensitivity)
+
+    question = next(a for a in solve._actions if a.dest == "question")
+    question.choices = [*question.choices, *SOLVE_QUESTIONS]  # type: ignore[misc]
+    _add_candidates(solve)
+    _add_targets(solve, days_alias=True)
+    solve.add_argument(
+        "--tokens", type=_positive_float, metavar="N", help="train-in: tokens to train on, e.g. 1e12"
+    )
+    original = solve.get_default("handler")
+
+    def handler(args: argparse.Namespace) -> int:
+        return _cmd_solve_more(args) if args.question in SOLVE_QUESTIONS else original(args)
+
+    solve.set_defaults(handler=handler)
