@@ -1,0 +1,234 @@
+"""The report model: what goes into a sizing report, and the numbers it is made from.
+
+A :class:`ReportRequest` says which scenarios and sections, for which project, by whom, on
+what date, with which app version, on which paper. :func:`collect` runs the engine once per
+scenario (and the comparison and sensitivity analyses where they are available) and returns a
+:class:`ReportData` that the section builders read. Nothing here imports Qt: the same data can
+feed the PDF, and a test can check it without a painter.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench import __version__
+from workbench.core.errors import InputError
+from workbench.core.project import Project
+from workbench.engine.estimate import Estimate
+from workbench.engine.pipeline import Engine
+
+
+@dataclass(frozen=True, slots=True)
+class SectionInfo:
+    id: str
+    title: str
+    description: str
+
+
+#: Built-in sections, in the order they appear in a report.
+SECTIONS: tuple[SectionInfo, ...] = (
+    SectionInfo("cover", "Cover", "Project, author, date and app version"),
+    SectionInfo(
+        "summary", "Executive summary", "The recommendation: fit, GPUs needed, speed and cost with ranges"
+    ),
+    SectionInfo(
+        "inputs", "Inputs", "Model architecture, hardware datasheet figures with sources, scenario settings"
+    ),
+    SectionInfo("memory", "Memory per GPU", "Memory stack chart per scenario, against the GPU's capacity"),
+    SectionInfo("roofline", "Roofline", "Roofline chart per scenario with its operating points"),
+    SectionInfo("comparison", "Comparison", "Candidates ranked against the scenarios (needs several)"),
+    SectionInfo("sensitivity", "Sensitivity", "Which assumptions move the headline numbers most (tornado)"),
+    SectionInfo(
+        "assumptions",
+        "Assumptions and formulas",
+        "Every assumption used with its source; every headline formula with its values",
+    ),
+    SectionInfo("warnings", "Warnings and fixes", "Guard-rail findings and what to change"),
+)
+SECTION_IDS: tuple[str, ...] = tuple(s.id for s in SECTIONS)
+PAGE_SIZES: tuple[str, ...] = ("a4", "letter")
+
+Progress = Callable[[int, int, str], None]
+
+
+class ReportCancelled(Exception):
+    """Raised from a progress callback to stop building a report."""
+
+
+def parse_sections(text: str | Iterable[str] | None, known: Sequence[str] = SECTION_IDS) -> tuple[str, ...]:
+    """Section ids from ``"cover,summary"`` (or a list), checked, in report order."""
+    if text is None:
+        return tuple(known)
+    items = text.split(",") if isinstance(text, str) else list(text)
+    wanted = [item.strip().lower() for item in items if item.strip()]
+    unknown = [item for item in wanted if item not in known]
+    if unknown:
+        raise InputError(f"--sections: unknown section '{unknown[0]}' (sections: {', '.join(known)})")
+    if not wanted:
+        raise InputError(f"--sections: name at least one section ({', '.join(known)})")
+    return tuple(s for s in known if s in wanted)
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """Which report to make. Empty ``scenarios`` means every scenario of the project."""
+
+    project: Project
+    scenarios: tuple[str, ...] = ()
+    sections: tuple[str, ...] = SECTION_IDS
+    candidates: tuple[str, ...] = ()
+    page_size: str = "a4"
+    title: str = "GPU sizing report"
+    author: str | None = None
+    date: dt.date = field(default_factory=dt.date.today)
+    app_version: str = __version__
+
+    @property
+    def project_name(self) -> str:
+        return self.project.name
+
+    @property
+    def author_name(self) -> str:
+        return self.author if self.author is not None else self.project.author
+
+    def check(self, known_sections: Sequence[str] = SECTION_IDS) -> None:
+        """Refuse what cannot make a report (unknown scenario or section, bad paper size)."""
+        if self.page_size not in PAGE_SIZES:
+            raise InputError(f"page size '{self.page_size}' is not one of {', '.join(PAGE_SIZES)}")
+        unknown = [s for s in self.sections if s not in known_sections]
+        if unknown:
+            raise InputError(f"unknown report section '{unknown[0]}' (sections: {', '.join(known_sections)})")
+        if not self.sections:
+            raise InputError("a report needs at least one section")
+        if not self.project.scenarios:
+            raise InputError(f"project '{self.project.name}' has no scenarios to report on")
+        for name in self.scenarios:
+            try:
+                self.project.scenario(name)
+            except KeyError as exc:
+                raise InputError(str(exc.args[0])) from None
+
+    def selected_scenarios(self) -> tuple[Any, ...]:
+        if not self.scenarios:
+            return self.project.scenarios
+        return tuple(self.project.scenario(name) for name in self.scenarios)
+
+
+@dataclass
+class ReportData:
+    """Everything a report shows, computed once."""
+
+    request: ReportRequest
+    estimates: list[Estimate]
+    #: Result of ``workbench.engine.compare`` (None: not wanted, not available, or one candidate).
+    comparison: Any = None
+    #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
+    sensitivity: dict[str, Any] = field(default_factory=dict)
+    #: Analyses that could not run, with the reason (shown in the report, never silently dropped).
+    notes: list[str] = field(default_factory=list)
+    generated: dt.datetime = field(default_factory=lambda: dt.datetime.now().replace(microsecond=0))
+
+    def wants(self, section: str) -> bool:
+        return section in self.request.sections
+
+
+def _engine(engine: Engine | Callable[[], Engine] | None) -> Engine:
+    if engine is None:
+        from workbench.pluginhost import default_engine
+
+        return default_engine()
+    return engine() if callable(engine) and not isinstance(engine, Engine) else engine
+
+
+def collect(
+    request: ReportRequest,
+    engine: Engine | Callable[[], Engine] | None = None,
+    progress: Progress | None = None,
+    known_sections: Sequence[str] = SECTION_IDS,
+) -> ReportData:
+    """Run every estimate (and analysis) the report needs. Raises InputError for unknown ids."""
+    from workbench.catalog.resolve import resolve_scenario
+
+    request.check(known_sections)
+    scenarios = request.selected_scenarios()
+    want_compare = "comparison" in request.sections or "summary" in request.sections
+    want_sensitivity = "sensitivity" in request.sections
+    steps = len(scenarios) * (2 if want_sensitivity else 1) + (1 if want_compare else 0)
+    done = 0
+
+    def tick(message: str) -> None:
+        nonlocal done
+        if progress is not None:
+            progress(done, steps, message)
+        done += 1
+
+    eng = _engine(engine)
+    estimates: list[Estimate] = []
+    for scenario in scenarios:
+        tick(f"Estimating {scenario.name}")
+        estimates.append(eng.run(resolve_scenario(scenario, request.project)))
+    data = ReportData(request=request, estimates=estimates)
+    if want_compare:
+        tick("Comparing candidates")
+        data.comparison = _compare(request, eng, data.notes)
+    if want_sensitivity:
+        for estimate in estimates:
+            tick(f"Sensitivity of {estimate.resolved.scenario.name}")
+            result = _sensitivity(estimate, eng, data.notes)
+            if result is not None:
+                data.sensitivity[estimate.resolved.scenario.name] = result
+    if progress is not None:
+        progress(steps, steps, "Estimates done")
+    return data
+
+
+def comparison_candidates(request: ReportRequest) -> tuple[str, ...]:
+    """The accelerators compared: the request's candidates, else every one its scenarios use."""
+    if request.candidates:
+        return request.candidates
+    return tuple(dict.fromkeys(s.gpu for s in request.selected_scenarios()))
+
+
+def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
+    """The comparison of candidates x scenarios, or None when there is nothing to compare."""
+    scenarios = request.selected_scenarios()
+    candidates = comparison_candidates(request)
+    if len(scenarios) < 2 and len(candidates) < 2:
+        return None
+    try:
+        from workbench.engine import compare as compare_module
+    except ImportError:
+        notes.append("The comparison is not available in this version of the workbench.")
+        return None
+    from workbench.catalog.resolve import resolve_scenario
+
+    project = request.project
+    try:
+        return compare_module.compare(
+            engine,
+            list(scenarios),
+            [compare_module.Candidate(c) for c in candidates],
+            lambda s: resolve_scenario(s, project),
+        )
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
+        notes.append(f"The comparison could not be made: {exc}")
+        return None
+
+
+def _sensitivity(estimate: Estimate, engine: Engine, notes: list[str]) -> Any:
+    try:
+        from workbench.engine import sensitivity as sensitivity_module
+    except ImportError:
+        if not any("sensitivity" in n for n in notes):
+            notes.append("The sensitivity analysis is not available in this version of the workbench.")
+        return None
+    try:
+        return sensitivity_module.tornado(engine, estimate.resolved)
+    except Exception as exc:  # noqa: BLE001 - one scenario's analysis failing leaves the others
+        notes.append(f"Sensitivity of '{estimate.resolved.scenario.name}' could not be computed: {exc}")
+        return None
