@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 APP_STAMP := $(VENV)/.app-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: run test setup setup-test system-deps lint clean
+.PHONY: run test setup setup-test system-deps clean bundle bench
 
 run: system-deps $(APP_STAMP)
 	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
@@ -34,9 +34,18 @@ $(APP_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
+$(TEST_STAMP): pyproject.toml plugins/example_price_list/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test,validation]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e plugins/example_price_list
 	@touch $@ $(APP_STAMP)
 
+# A standalone Linux bundle (PyInstaller --onedir) in dist/, and its tarball.
+bundle: system-deps $(TEST_STAMP)
+	VENV=$(VENV) bash packaging/build.sh --tar
+
+# Every speed figure the README quotes, as one JSON document (under five minutes).
+bench: system-deps $(TEST_STAMP)
+	$(BIN)/python tests/benchmarks/run_all.py
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build dist .bench-venv *.egg-info .pytest_cache

@@ -6,6 +6,9 @@ import os
 
 # Before pytest-qt creates the QApplication: the offscreen platform needs no display.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Third-party plugins installed in the environment (the example plugin among them) must not
+# change what the tests see; tests about third-party loading clear this themselves.
+os.environ.setdefault("WORKBENCH_NO_ENTRY_POINTS", "1")
 
 import pytest  # noqa: E402
 

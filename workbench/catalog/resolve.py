@@ -16,7 +16,13 @@ def resolve_model_ref(ref: str, project: Project | None = None) -> ModelArchitec
         return project.models[ref]
     from workbench.catalog.models import resolve_model
 
-    return resolve_model(ref)
+    try:
+        return resolve_model(ref)
+    except CatalogError:
+        plugin_model = plugin_models().get(ref)
+        if plugin_model is None:
+            raise
+        return plugin_model
 
 
 def resolve_accelerator(ref: str, project: Project | None = None) -> Accelerator:
@@ -24,7 +30,26 @@ def resolve_accelerator(ref: str, project: Project | None = None) -> Accelerator
         return project.accelerators[ref]
     from workbench.catalog.accelerators import get_accelerator
 
-    return get_accelerator(ref)
+    try:
+        return get_accelerator(ref)
+    except CatalogError:
+        plugin_gpu = plugin_accelerators().get(ref)
+        if plugin_gpu is None:
+            raise
+        return plugin_gpu
+
+
+def plugin_accelerators() -> dict[str, Accelerator]:
+    """Accelerators registered by loaded plugins (the catalog's own ids take precedence)."""
+    from workbench.pluginhost import get_host
+
+    return {a.id: a for a in get_host().registry.accelerators}
+
+
+def plugin_models() -> dict[str, ModelArchitecture]:
+    from workbench.pluginhost import get_host
+
+    return dict(get_host().registry.models)
 
 
 def resolve_scenario(scenario: Scenario, project: Project | None = None) -> ResolvedScenario:
