@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -42,4 +42,6 @@ def run_app(argv: Sequence[str] = ()) -> int:
         QMessageBox.critical(None, "GPU Planning Workbench", f"The workbench cannot start:\n{exc}")
         return 2
     window.show()
+    # After a crash or a kill: offer the unsaved work autosave kept (once the window is on screen).
+    QTimer.singleShot(0, lambda: window.offer_recoveries(quiet=True))
     return app.exec()

@@ -240,6 +240,22 @@ class ProjectController(QObject):
         self._push(Snapshot(project, remaining[min(index, len(remaining) - 1)].name), f"Delete scenario {self.current}")
         return True
 
+    def can_move_scenario(self, offset: int) -> bool:
+        names = [s.name for s in self.project.scenarios]
+        return self.current in names and 0 <= names.index(self.current) + offset < len(names)
+
+    def move_scenario(self, offset: int) -> bool:
+        """Move the selected scenario ``offset`` places in the list (-1 up, +1 down), as one undo step."""
+        if not self.can_move_scenario(offset):
+            return False
+        scenarios = list(self.project.scenarios)
+        index = next(i for i, s in enumerate(scenarios) if s.name == self.current)
+        scenarios.insert(index + offset, scenarios.pop(index))
+        project = self.project.model_copy(update={"scenarios": tuple(scenarios)})
+        direction = "up" if offset < 0 else "down"
+        self._push(Snapshot(project, self.current), f"Move scenario {self.current} {direction}")
+        return True
+
     # --- models -------------------------------------------------------------------------------
 
     def model_architecture(self) -> ModelArchitecture | None:

@@ -55,6 +55,8 @@ class Outcome:
     error: str | None = None
     elapsed_s: float = 0.0
     requested_at: float = 0.0
+    #: Read from the project file's estimate cache (its inputs matched), not computed now.
+    cached: bool = False
 
 
 @dataclass
@@ -128,6 +130,11 @@ class EstimateRunner(QObject):
             self._engine = self._engine_source()  # type: ignore[operator]
         return self._engine
 
+    @property
+    def loaded_engine(self) -> Engine | None:
+        """The engine if it is built already (None while the first job still loads the plugins)."""
+        return self._engine
+
     # --- requests -----------------------------------------------------------------------------
 
     def request(self, project: Project, scenario: Scenario) -> None:
@@ -135,6 +142,19 @@ class EstimateRunner(QObject):
         if not self._timer.isActive():
             self._launch()
             self._timer.start()
+
+    def use_cached(self, project: Project, resolved: ResolvedScenario, estimate: Estimate) -> None:
+        """Show an estimate known to match ``resolved`` (same input hash) without computing it.
+
+        It supersedes any pending or running request, as a fresh result would; the sweep follows.
+        """
+        self._pending = None
+        self.generation += 1
+        scenario = resolved.scenario
+        sweep_field = self.sweep_field if self.sweep_enabled else None
+        self._sweep_request = (self.generation, project, scenario, sweep_field) if sweep_field else None
+        self._on_done(Outcome(self.generation, scenario, resolved, estimate, cached=True,
+                              requested_at=time.perf_counter()))
 
     def _on_cooldown(self) -> None:
         if self._pending is not None:

@@ -8,6 +8,7 @@ thread) and hands each fresh result to the charts and the results panel.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QShowEvent
@@ -26,14 +27,19 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
+from workbench.gui.analysis_tabs import AnalysisTabs
+from workbench.gui.autosave import Autosaver
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.controller import ProjectController
 from workbench.gui.estimate_runner import EstimateRunner, Outcome, SweepOutcome
 from workbench.gui.hardware_panel import HardwarePanel
 from workbench.gui.help_dialog import HelpDialog
 from workbench.gui.hint_banner import HintBanner
+from workbench.gui.known_estimates import KnownEstimates
 from workbench.gui.memory_chart import MemoryStackChart
+from workbench.gui.plugins_dialog import engine_factory
 from workbench.gui.model_panel import ModelPanel
+from workbench.gui.recent_files import RecentFiles, RecentFilesMenu
 from workbench.gui.results_panel import ResultsPanel
 from workbench.gui.roofline_chart import RooflineChart
 from workbench.gui.samples import new_project, sample_project
@@ -42,17 +48,24 @@ from workbench.gui.settings import LAYOUT_VERSION, Settings
 from workbench.gui.sweep_chart import SweepChart
 from workbench.paths import resources_dir
 
+if TYPE_CHECKING:
+    from workbench.core.scenario import Scenario
+    from workbench.engine.estimate import Estimate
+    from workbench.gui.scenario_diff import ScenarioDiffDialog
+    from workbench.store import ProjectLock, Recovery
+
 APP_TITLE = "GPU Planning Workbench"
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a.absolute() == b.absolute()
 
 
 def app_icon() -> QIcon:
     return QIcon(str(resources_dir() / "icons" / "gpu-workbench.svg"))
-
-
-def _default_engine() -> Engine:
-    from workbench.pluginhost import default_engine
-
-    return default_engine()
 
 
 class MainWindow(QMainWindow):
@@ -77,12 +90,22 @@ class MainWindow(QMainWindow):
         if project is None:
             project = sample_project() if first_launch else new_project()
         self.project_path: Path | None = None
-        self._lock = None
+        self._lock: ProjectLock | None = None
         #: Ask before discarding unsaved edits (New, Open, close); scripted sessions turn it off.
         self.ask_before_discard = True
         self.controller = ProjectController(self.catalogs, project, self)
-        self.runner = EstimateRunner(self.catalogs, engine if engine is not None else _default_engine, self)
+        self.runner = EstimateRunner(
+            self.catalogs, engine if engine is not None else engine_factory(self.settings), self
+        )
         self.runner.sweep_field = self.settings.get("charts/sweep_axis")
+        #: The latest estimate of each scenario with its input hash: saved with the project, and
+        #: shown at once (not recomputed) while a scenario's inputs still match.
+        self.known_estimates = KnownEstimates(self.catalogs)
+        self.recent_files = RecentFiles(self.settings)
+        self.autosaver = Autosaver(self.controller, lambda: self.project_path,
+                                   interval_ms=self.settings.get("autosave/interval_ms"),
+                                   idle_ms=self.settings.get("autosave/idle_ms"), parent=self)
+        self.autosaver.failed.connect(lambda text: self.statusBar().showMessage(f"Autosave failed: {text}", 10000))
 
         # --- panels and charts ----------------------------------------------------------------
         self.model_panel = ModelPanel(self.controller, self)
@@ -116,7 +139,9 @@ class MainWindow(QMainWindow):
         central_layout = QVBoxLayout(central)
         central_layout.setContentsMargins(4, 4, 4, 4)
         central_layout.addWidget(self.hint)
-        central_layout.addWidget(self.charts_splitter, 1)
+        self.tabs = AnalysisTabs(self.controller, self.catalogs, lambda: self.runner.engine, self.charts_splitter, self)
+        self.compare_view, self.sensitivity_view = self.tabs.compare_view, self.tabs.sensitivity_view
+        central_layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
 
         self.docks: dict[str, QDockWidget] = {}
@@ -190,11 +215,26 @@ class MainWindow(QMainWindow):
         self.sample_action = self._action("Open Sample Project", self.open_sample, None,
                                           "The sample project with four well-known scenarios")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, "Quit", "Ctrl+Q")
-        for action in (self.new_action, self.open_action, self.save_action, self.save_as_action):
+        self.revert_action = self._action("Re&vert to Saved…", self.revert, None,
+                                          "Discard the unsaved changes and reload the project file")
+        self.recent_menu = RecentFilesMenu(self.recent_files, self)
+        self.recent_menu.open_requested.connect(self.open_recent)
+        self.recover_action = self._action("Recover Unsaved &Work…", self.offer_recoveries, None,
+                                           "Unsaved work autosave kept from sessions that did not close normally")
+        for action in (self.new_action, self.open_action, self.save_action, self.save_as_action, self.revert_action):
             file_menu.addAction(action)
+        file_menu.addSeparator()
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addAction(self.recover_action)
         file_menu.addSeparator()
         for action in (self.import_action, self.import_folder_action, self.sample_action):
             file_menu.addAction(action)
+        file_menu.addSeparator()
+        from workbench.gui.report_dialog import open_report_dialog
+
+        self.report_action = self._action("Export &Report…", lambda: open_report_dialog(self), "Ctrl+E",
+                                          "Write a PDF sizing report of the project's scenarios")
+        file_menu.addAction(self.report_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
 
@@ -211,10 +251,20 @@ class MainWindow(QMainWindow):
         edit_menu.addAction(self._action("Duplicate Scenario", self.controller.duplicate_scenario, "Ctrl+D"))
         edit_menu.addAction(self._action("Rename Scenario…", self.scenario_panel.ask_rename, "F2"))
         edit_menu.addAction(self._action("Delete Scenario", self.controller.delete_scenario))
+        self.move_up_action = self._action("Move Scenario Up", lambda: self.controller.move_scenario(-1))
+        self.move_down_action = self._action("Move Scenario Down", lambda: self.controller.move_scenario(1))
+        self.compare_scenarios_action = self._action("Compare Two Scenarios…", self.compare_scenarios, None,
+                                                     "Inputs that differ and key results side by side")
+        self.scenario_panel.compare_action.triggered.connect(lambda *_: self.compare_scenarios())
+        edit_menu.addAction(self.move_up_action)
+        edit_menu.addAction(self.move_down_action)
+        edit_menu.addAction(self.compare_scenarios_action)
         edit_menu.addSeparator()
         edit_menu.addAction(self._action("Add Custom Accelerator…", lambda: self.hardware_panel.edit_accelerator(None)))
 
         view_menu = bar.addMenu("&View")
+        view_menu.addActions(self.tabs.view_actions())
+        view_menu.addSeparator()
         for dock in self.docks.values():
             view_menu.addAction(dock.toggleViewAction())
         view_menu.addSeparator()
@@ -225,6 +275,11 @@ class MainWindow(QMainWindow):
         self.help_action = self._action("Workbench &Guide", self.show_help, QKeySequence.StandardKey.HelpContents,
                                         "The bundled guide (works offline)", "F1")
         help_menu.addAction(self.help_action)
+        from workbench.gui.plugins_dialog import show_plugins_dialog
+
+        self.plugins_action = self._action("&Plugins…", lambda: show_plugins_dialog(self, self.settings), None,
+                                           "Installed plugins: version, origin, status; turn them off or on")
+        help_menu.addAction(self.plugins_action)
         help_menu.addSeparator()
         help_menu.addAction(self._action("&About GPU Planning Workbench", self.show_about))
 
@@ -295,10 +350,24 @@ class MainWindow(QMainWindow):
         if scenario is None:
             return
         self.sweep_chart.set_current(getattr(scenario, self.runner.sweep_field, None))
-        self.runner.request(self.controller.project, scenario)
+        versions = self._plugin_versions()
+        known = self.known_estimates.lookup(scenario, self.controller.project, versions) if versions else None
+        if known is not None:
+            self.runner.use_cached(self.controller.project, *known)
+        else:
+            self.runner.request(self.controller.project, scenario)
+
+    def _plugin_versions(self) -> dict[str, str] | None:
+        """Estimator ids and versions (part of every estimate's input hash); None until the engine is built."""
+        engine = self.runner.loaded_engine
+        return None if engine is None else {e.info.id: e.info.version for e in engine.estimators}
 
     def _on_estimate(self, outcome: Outcome) -> None:
         estimate = outcome.estimate
+        if estimate is not None and not outcome.cached and outcome.resolved is not None:
+            versions = self._plugin_versions()
+            if versions is not None:
+                self.known_estimates.remember(outcome.resolved, estimate, versions)
         if estimate is None:
             # Keep the last good charts; the results panel says why there is no new estimate.
             self.results_panel.show_error(outcome.error or "no estimate")
@@ -318,27 +387,45 @@ class MainWindow(QMainWindow):
         self._on_changed()
 
     def _update_title(self) -> None:
+        """Project name, file name and the modified marker ``[*]`` (set from the undo stack's clean state)."""
         name = self.controller.project.name
         if self.project_path is not None:
-            name = self.project_path.name
-        dirty = "" if self.controller.undo_stack.isClean() else " *"
+            name = f"{name} ({self.project_path.name})"
+        clean = self.controller.undo_stack.isClean()
         scenario = self.controller.current
-        self.setWindowTitle(f"{name}{dirty} — {scenario} — {APP_TITLE}" if scenario else f"{name}{dirty} — {APP_TITLE}")
+        self.setWindowTitle(f"{name}[*] — {scenario} — {APP_TITLE}" if scenario else f"{name}[*] — {APP_TITLE}")
+        self.setWindowModified(not clean)
+        self.revert_action.setEnabled(self.project_path is not None and not clean)
+        self.move_up_action.setEnabled(self.controller.can_move_scenario(-1))
+        self.move_down_action.setEnabled(self.controller.can_move_scenario(1))
+        self.compare_scenarios_action.setEnabled(len(self.controller.project.scenarios) > 1)
 
     # --- files --------------------------------------------------------------------------------
 
     def _confirm_discard(self) -> bool:
+        """Before unsaved changes would be lost: Save (True once saved), Discard (True) or Cancel (False)."""
         if not self.ask_before_discard or self.controller.undo_stack.isClean():
             return True
+        where = f"“{self.project_path.name}”" if self.project_path is not None else "this untitled project"
         answer = QMessageBox.question(
-            self, APP_TITLE, "The project has unsaved changes. Discard them?",
-            QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            self, APP_TITLE, f"Save the changes to {where}?\n\nIf you don't save, your changes are lost.",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+            QMessageBox.StandardButton.Save,
         )
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save()
         return answer == QMessageBox.StandardButton.Discard
 
-    def _set_project(self, project: Project, path: Path | None) -> None:
-        self._release_lock()
+    def _set_project(self, project: Project, path: Path | None, lock: ProjectLock | None = None,
+                     estimates: dict[str, tuple[str, str]] | None = None) -> None:
+        """Show another project. The old one's changes were saved or discarded: its lock and its
+        recovery copy go; ``lock`` (held on ``path``) and cached ``estimates`` come with the new one."""
+        if lock is not self._lock:
+            self._release_lock()
+        self._lock = lock
+        self.autosaver.discard()
         self.project_path = path
+        self.known_estimates.replace(estimates or {})
         self.controller.load_project(project)
 
     def new_project(self) -> None:
@@ -359,19 +446,72 @@ class MainWindow(QMainWindow):
             self.open_project(Path(path))
 
     def open_project(self, path: Path) -> bool:
-        from workbench.store import ProjectLock, open_project
+        """Open a project file (callers ask about unsaved changes first).
 
+        A damaged, foreign or newer-format file is refused with the store's message; the file is
+        not touched and the current project stays open. A file another running workbench holds is
+        refused too, with an offer to open an untitled copy of it instead.
+        """
+        from workbench.store import ProjectLock, ProjectLockedError, load_estimates, open_project
+
+        path = Path(path)
         try:
             project = open_project(path)
-            lock = ProjectLock(path)
-            lock.acquire()
+            estimates = load_estimates(path)
         except InputError as exc:
             QMessageBox.warning(self, "Cannot open project", str(exc))
             return False
-        self._set_project(project, path)
-        self._lock = lock
+        same = self._lock is not None and self.project_path is not None and _same_file(path, self.project_path)
+        lock = self._lock if same else ProjectLock(path)
+        if not same:
+            try:
+                lock.acquire()  # type: ignore[union-attr]
+            except ProjectLockedError as exc:
+                return self._offer_copy(project, str(exc))
+        self._set_project(project, path, lock, estimates)
+        self.recent_files.add(path)
         self.statusBar().showMessage(f"Opened {path}", 6000)
         return True
+
+    def _offer_copy(self, project: Project, message: str) -> bool:
+        """The file is open in another workbench: never share it; offer an untitled copy instead."""
+        answer = QMessageBox.warning(
+            self, "Project is open elsewhere",
+            f"{message}.\n\nOpen an untitled copy instead? Saving the copy asks for a new file name; "
+            "the original stays with the other workbench.",
+            QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel,
+        )
+        if answer != QMessageBox.StandardButton.Open:
+            return False
+        self._set_project(project.model_copy(update={"name": f"{project.name} (copy)"}), None)
+        self.controller.undo_stack.resetClean()  # the copy is in no file yet: closing asks to save it
+        self.statusBar().showMessage("Opened an untitled copy; the original is open in another workbench", 8000)
+        return True
+
+    def open_recent(self, path: Path) -> bool:
+        path = Path(path)
+        if not path.is_file():
+            self.recent_files.remove(path)
+            QMessageBox.warning(self, "Cannot open project",
+                                f"{path} no longer exists. It was removed from the recent files.")
+            return False
+        return self._confirm_discard() and self.open_project(path)
+
+    def revert(self, confirm: bool = True) -> bool:
+        """Drop the unsaved changes and reload the project file (after asking)."""
+        path = self.project_path
+        if path is None or self.controller.undo_stack.isClean():
+            return False
+        if confirm:
+            answer = QMessageBox.question(
+                self, "Revert to saved",
+                f"Discard your unsaved changes and reload “{path.name}” from disk?\n\nThis cannot be undone.",
+                QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+                QMessageBox.StandardButton.Cancel,
+            )
+            if answer != QMessageBox.StandardButton.Discard:
+                return False
+        return self.open_project(path)
 
     def save(self) -> bool:
         if self.project_path is None:
@@ -391,24 +531,121 @@ class MainWindow(QMainWindow):
         return self.save_to(target)
 
     def save_to(self, path: Path) -> bool:
+        """Save atomically, with the cached estimates; the file's lock moves with a Save As."""
         from workbench.store import ProjectLock, save_project
 
+        path = Path(path)
+        moving = self._lock is None or self.project_path is None or not _same_file(path, self.project_path)
+        lock = ProjectLock(path) if moving else self._lock
+        project = self.controller.project
         try:
-            if path != self.project_path:
-                lock = ProjectLock(path)
-                lock.acquire()
-                self._release_lock()
-                self._lock = lock
-            saved = save_project(self.controller.project, path)
+            if moving:
+                lock.acquire()  # type: ignore[union-attr]
+            saved = save_project(project, path, estimates=self.known_estimates.for_save(project,
+                                                                                        self._plugin_versions()))
         except InputError as exc:
+            if moving:
+                lock.release()  # type: ignore[union-attr]
             QMessageBox.warning(self, "Cannot save project", str(exc))
             return False
+        if moving:
+            self._release_lock()
+            self._lock = lock
         self.controller.project = saved
         self.project_path = path
         self.controller.undo_stack.setClean()
+        self.autosaver.discard()  # the file holds everything the recovery copy had
+        self.recent_files.add(path)
         self._update_title()
         self.statusBar().showMessage(f"Saved {path}", 6000)
         return True
+
+    # --- crash recovery -----------------------------------------------------------------------
+
+    def offer_recoveries(self, quiet: bool = False) -> bool:
+        """Offer unsaved work autosave kept from sessions that did not close normally.
+
+        The app calls this once after start-up (``quiet``: nothing to say when there is none);
+        File > Recover Unsaved Work calls it again. True when a copy was restored.
+        """
+        from PySide6.QtWidgets import QDialog
+
+        from workbench.gui.recovery_prompt import RecoveryDialog, offered_recoveries
+
+        own = [self.autosaver.current_file] if self.autosaver.current_file is not None else []
+        found = offered_recoveries(exclude=own)
+        if not found:
+            if not quiet:
+                QMessageBox.information(self, "Recover unsaved work", "There is no unsaved work to recover.")
+            return False
+        dialog = RecoveryDialog(found, self)
+        try:
+            accepted = dialog.exec() == QDialog.DialogCode.Accepted
+            chosen = dialog.chosen
+        finally:
+            dialog.deleteLater()
+        return accepted and chosen is not None and self.restore_recovery(chosen)
+
+    def restore_recovery(self, recovery: Recovery) -> bool:
+        """Open a recovery copy, marked modified and tied to its original file (if it had one)."""
+        from workbench.gui.recovery_prompt import forget
+        from workbench.store import ProjectLock, ProjectLockedError
+
+        if not self._confirm_discard():
+            return False
+        try:
+            project = recovery.load()
+        except InputError as exc:
+            QMessageBox.warning(self, "Cannot restore", str(exc))
+            return False
+        path, lock = recovery.original, None
+        if path is not None:
+            if self._lock is not None and self.project_path is not None and _same_file(path, self.project_path):
+                lock = self._lock
+            else:
+                lock = ProjectLock(path)
+                try:
+                    lock.acquire()
+                except ProjectLockedError as exc:
+                    QMessageBox.information(self, "Project is open elsewhere",
+                                            f"{exc}.\n\nThe recovered work opens as an untitled copy: save it "
+                                            "under a new name.")
+                    path, lock = None, None
+        self._set_project(project, path, lock)
+        self.controller.undo_stack.resetClean()  # the recovered changes are in no saved file
+        written = self.autosaver.save_now()  # under this session, before the old copy goes
+        if written is not None and written != recovery.recovery_file:
+            forget(recovery)
+        self.statusBar().showMessage(f"Restored unsaved work of {project.name}; save it to keep it", 10000)
+        return True
+
+    # --- scenarios ----------------------------------------------------------------------------
+
+    def compare_scenarios(self) -> ScenarioDiffDialog:
+        """The diff of two scenarios (the selected one and the next), live while the project changes."""
+        from workbench.gui.scenario_diff import ScenarioDiffDialog
+
+        names = [s.name for s in self.controller.project.scenarios]
+        current = self.controller.current
+        others = [n for n in names if n != current]
+        dialog = ScenarioDiffDialog(lambda: self.controller.project, self._estimate_now, self,
+                                    first=current, second=others[0] if others else None,
+                                    changed=self.controller.changed)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    def _estimate_now(self, scenario: Scenario) -> Estimate:
+        """An estimate on the GUI thread (one engine run is milliseconds): the known one if it matches."""
+        project = self.controller.project
+        versions = self._plugin_versions()
+        known = self.known_estimates.lookup(scenario, project, versions) if versions else None
+        if known is not None:
+            return known[1]
+        resolved = self.catalogs.resolve(scenario, project)
+        estimate = self.runner.engine.run(resolved)
+        self.known_estimates.remember(resolved, estimate, self._plugin_versions() or {})
+        return estimate
 
     def _release_lock(self) -> None:
         if self._lock is not None:
@@ -453,5 +690,8 @@ class MainWindow(QMainWindow):
             return
         self.save_layout()
         self.runner.shutdown()
+        self.tabs.shutdown()
+        self.autosaver.stop()
+        self.autosaver.discard()  # a deliberate close: the changes were saved or discarded
         self._release_lock()
         super().closeEvent(event)

@@ -316,11 +316,16 @@ class ScenarioPanel(QWidget):
         self.add_action = self.menu.addAction("Add scenario", lambda: controller.add_scenario())
         self.duplicate_action = self.menu.addAction("Duplicate", lambda: controller.duplicate_scenario())
         self.rename_action = self.menu.addAction("Rename…", self.ask_rename)
+        self.move_up_action = self.menu.addAction("Move up", lambda: controller.move_scenario(-1))
+        self.move_down_action = self.menu.addAction("Move down", lambda: controller.move_scenario(1))
+        self.menu.addSeparator()
+        #: "Compare two scenarios…": the main window connects it (the dialog needs its engine).
+        self.compare_action = self.menu.addAction("Compare two scenarios…")
         self.menu.addSeparator()
         self.delete_action = self.menu.addAction("Delete (Ctrl+Z brings it back)", lambda: controller.delete_scenario())
         self.menu_button = QToolButton(self)
         self.menu_button.setText("⋯")
-        self.menu_button.setToolTip("Duplicate, rename or delete this scenario")
+        self.menu_button.setToolTip("Duplicate, rename, reorder, compare or delete scenarios")
         self.menu_button.setMenu(self.menu)
         self.menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         top = QHBoxLayout()
@@ -385,6 +390,9 @@ class ScenarioPanel(QWidget):
         combo.setCurrentIndex(max(combo.findText(controller.current), 0))
         combo.blockSignals(False)
         self.delete_action.setEnabled(len(names) > 1)
+        self.move_up_action.setEnabled(controller.can_move_scenario(-1))
+        self.move_down_action.setEnabled(controller.can_move_scenario(1))
+        self.compare_action.setEnabled(len(names) > 1)
         scenario = controller.scenario
         if scenario is None:
             return

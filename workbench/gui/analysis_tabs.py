@@ -1,0 +1,91 @@
+"""The central area's tabs: the live charts, the accelerator comparison, and the sensitivity
+(tornado) of the current scenario, with the View menu actions that switch between them.
+
+The compare and sensitivity views compute only while their tab is on screen. A comparison table
+wants width: the button in the tab bar's corner hides the window's side panels and brings back
+the ones it hid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QTabWidget, QToolButton, QWidget
+
+from workbench.engine.pipeline import Engine
+from workbench.gui.catalogs import Catalogs
+from workbench.gui.compare_view import CompareView
+from workbench.gui.controller import ProjectController
+from workbench.gui.sensitivity_view import SensitivityView
+
+#: (tab, menu text, shortcut, status tip)
+TABS = (
+    ("charts", "&Charts", "Ctrl+Shift+H", "Memory stack, roofline and sweep of the current scenario"),
+    ("compare", "C&ompare Accelerators", "Ctrl+Shift+C",
+     "Rank accelerators for the scenarios against targets; the cheapest that meets them is recommended"),
+    ("sensitivity", "&Sensitivity", "Ctrl+Shift+T",
+     "Which assumption moves the headline number most, and whether the recommendation survives"),
+)
+
+
+class AnalysisTabs(QTabWidget):
+    def __init__(self, controller: ProjectController, catalogs: Catalogs, engine_source: Callable[[], Engine],
+                 charts: QWidget, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("analysis_tabs")
+        self.setDocumentMode(True)
+        self.compare_view = CompareView(controller, catalogs, engine_source, self)
+        self.sensitivity_view = SensitivityView(controller, catalogs, engine_source, self.compare_view, self)
+        self.pages: dict[str, QWidget] = {"charts": charts, "compare": self.compare_view,
+                                          "sensitivity": self.sensitivity_view}
+        titles = {"charts": "Charts", "compare": "Compare", "sensitivity": "Sensitivity"}
+        for key, _, shortcut, tip in TABS:
+            index = self.addTab(self.pages[key], titles[key])
+            self.setTabToolTip(index, f"{tip} ({shortcut})")
+        self.focus_button = QToolButton(self)
+        self.focus_button.setObjectName("focus_button")
+        self.focus_button.setCheckable(True)
+        self.focus_button.setAutoRaise(True)
+        self.focus_button.setToolTip("Give these tabs the whole window: hide the side panels (Model, Hardware, "
+                                     "Scenario, Results); click again to bring them back")
+        self.focus_button.toggled.connect(self.set_focus)
+        self.setCornerWidget(self.focus_button, Qt.Corner.TopRightCorner)
+        self._hidden_docks: list[QDockWidget] = []
+        self.set_focus(False)
+
+    def set_focus(self, on: bool) -> None:
+        """Hide the main window's open side panels (``on``), or show again the ones hidden here."""
+        main = self.window()
+        if on:
+            self._hidden_docks = [d for d in main.findChildren(QDockWidget)
+                                  if d.parent() is main and d.toggleViewAction().isChecked()]
+            for dock in self._hidden_docks:
+                dock.hide()
+        else:
+            for dock in self._hidden_docks:
+                dock.show()
+            self._hidden_docks = []
+        self.focus_button.setText("◧ Show side panels" if on else "◨ Hide side panels")
+        if self.focus_button.isChecked() != on:
+            self.focus_button.setChecked(on)
+
+    def show_page(self, key: str) -> None:
+        self.setCurrentWidget(self.pages[key])
+
+    def view_actions(self) -> list[QAction]:
+        """View menu entries, one per tab, with their shortcuts."""
+        actions = []
+        for key, text, shortcut, tip in TABS:
+            action = QAction(text, self)
+            action.setShortcut(QKeySequence(shortcut))
+            action.setStatusTip(tip)
+            action.setObjectName(f"show_{key}")
+            action.triggered.connect(lambda *_, k=key: self.show_page(k))
+            actions.append(action)
+        return actions
+
+    def shutdown(self) -> None:
+        self.compare_view.shutdown()
+        self.sensitivity_view.shutdown()

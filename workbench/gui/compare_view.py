@@ -1,0 +1,655 @@
+"""Compare accelerators: pick candidates and scenarios, set targets, read the ranked table, the
+recommendation and why every other candidate loses.
+
+The comparison runs on the view's worker thread (:class:`BackgroundRunner`: numbered jobs, stale
+results dropped) through :class:`Comparer`, which sizes each (scenario, candidate) pair once and
+re-ranks kept pairs when only targets or the candidate set change. It runs only while the view is
+on screen; edits made while it is hidden are caught up when it shows again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from html import escape
+
+from PySide6.QtCore import QEvent, QItemSelection, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QPalette, QShowEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.core.errors import InputError
+from workbench.core.hardware import Accelerator
+from workbench.core.scenario import Scenario
+from workbench.engine.compare import METRIC_BY_ID, Candidate, Comparison, ScenarioComparison, Targets
+from workbench.engine.pipeline import Engine
+from workbench.gui import theme
+from workbench.gui.background import BackgroundRunner, Report, Stale
+from workbench.gui.catalogs import Catalogs
+from workbench.gui.compare_chart import CompareBarChart
+from workbench.gui.compare_format import gui_words, headline, low_high, short_name
+from workbench.gui.compare_table import COLUMN_INDEX, COLUMNS, ComparisonSortProxy, ComparisonTableModel
+from workbench.gui.comparer import Comparer, CompareRequest, CompareResult
+from workbench.gui.controller import ProjectController
+from workbench.gui.solver_panel import SolverPanel, parse_amount
+
+DEBOUNCE_MS = 40
+ID_ROLE = Qt.ItemDataRole.UserRole
+VENDORS = (("", "All vendors"), ("nvidia", "NVIDIA"), ("amd", "AMD"), ("intel", "Intel"), ("google", "Google"),
+           ("apple", "Apple"), ("other", "Other"), ("custom", "This project's own"))
+
+#: (Targets field, label, unit, factor from the unit to the field's unit, tooltip)
+TARGET_FIELDS: tuple[tuple[str, str, str, float, str], ...] = (
+    ("max_ttft_s", "Max TTFT", "ms", 1e-3, "Time to first token at most this (serving)"),
+    ("max_tpot_s", "Max TPOT", "ms", 1e-3, "Time per output token at most this (serving)"),
+    ("min_tokens_per_s", "Min throughput", "tokens/s", 1.0, "Tokens per second on all the GPUs at least this"),
+    ("deadline_days", "Deadline", "days", 1.0, "Training finishes within this many days (needs tokens to train on)"),
+    ("budget_usd", "Budget", "USD", 1.0, "Spend at most this much (see the basis below)"),
+)
+BUDGET_BASES = (("auto", "auto: the run for training, else cheaper of buy/rent"), ("run", "the training run"),
+                ("tco", "cheaper of buy and rent over the years"), ("capex", "buying the GPUs and servers"))
+
+
+class CompareView(QWidget):
+    #: A comparison is on screen (its job's generation number).
+    comparison_shown = Signal(int)
+    #: Candidates, scenarios or targets changed (the solver panel and the sensitivity view read them).
+    setup_changed = Signal()
+
+    def __init__(self, controller: ProjectController, catalogs: Catalogs, engine_source: Callable[[], Engine],
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("compare_view")
+        self.controller = controller
+        self.catalogs = catalogs
+        self.engine_source = engine_source
+        self.comparer = Comparer(catalogs)
+        self.runner = BackgroundRunner(self)
+        self.runner.finished.connect(self._on_result)
+        self.runner.failed.connect(self._on_failed)
+        self.result: CompareResult | None = None
+        self._banner_good: bool | None = None
+        #: Seconds from the newest request to its comparison on screen (table, banner, bars).
+        self.last_update_s: float | None = None
+        self._requested_at = 0.0
+        self._shown_request: CompareRequest | None = None
+        self._dirty = True
+        self._follow_current = True  # scenarios: the selected one, until the user ticks others
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self._run)
+
+        self.setup_tabs = QTabWidget(self)
+        self.setup_tabs.setObjectName("compare_setup")
+        self.setup_tabs.setDocumentMode(True)
+        self.setup_tabs.addTab(self._build_candidates(), "Candidates")
+        self.setup_tabs.addTab(self._build_targets(), "Targets")
+        self.solver_panel = SolverPanel(controller, catalogs, engine_source, self, self)
+        self.setup_tabs.addTab(_padded(self.solver_panel), "Solve")
+        self.setup_tabs.setMinimumWidth(230)
+
+        self.banner = QLabel("", self)
+        self.banner.setObjectName("compare_banner")
+        self.banner.setWordWrap(True)
+        self.banner.setTextFormat(Qt.TextFormat.RichText)
+        self.banner.setFrameShape(QFrame.Shape.StyledPanel)
+        self.banner.setAutoFillBackground(True)
+        self.banner.setContentsMargins(8, 6, 8, 6)
+        self.status = QLabel("", self)
+        self.status.setObjectName("compare_status")
+        self.table_model = ComparisonTableModel(self)
+        self.proxy = ComparisonSortProxy(self)
+        self.proxy.setSourceModel(self.table_model)
+        self.table = QTableView(self)
+        self.table.setObjectName("compare_table")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(COLUMN_INDEX["rank"], Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        self.chart = CompareBarChart(self)
+
+        results = QWidget(self)
+        results_layout = QVBoxLayout(results)
+        results_layout.setContentsMargins(0, 0, 0, 0)
+        results_layout.setSpacing(4)
+        results_layout.addWidget(self.banner)
+        results_layout.addWidget(self.status)
+        self.results_splitter = QSplitter(Qt.Orientation.Vertical, results)
+        self.results_splitter.addWidget(self.table)
+        self.results_splitter.addWidget(self.chart)
+        self.results_splitter.setStretchFactor(0, 3)
+        self.results_splitter.setStretchFactor(1, 2)
+        results_layout.addWidget(self.results_splitter, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.setObjectName("compare_splitter")
+        self.splitter.addWidget(self.setup_tabs)
+        self.splitter.addWidget(results)
+        self.splitter.setStretchFactor(0, 0)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([260, 900])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.splitter)
+
+        controller.changed.connect(self._on_project_changed)
+        controller.project_replaced.connect(self._on_project_replaced)
+        self._fill_candidates(check_all=True)
+        self._fill_scenarios()
+        self._set_banner("Comparing…", None)
+
+    # --- building -----------------------------------------------------------------------------
+
+    def _build_candidates(self) -> QWidget:
+        page = QWidget(self)
+        self.vendor_filter = QComboBox(page)
+        for key, label in VENDORS:
+            self.vendor_filter.addItem(label, key)
+        self.vendor_filter.setToolTip("Show the accelerators of one vendor (ticks are kept)")
+        self.search = QLineEdit(page)
+        self.search.setPlaceholderText("Filter by name")
+        self.search.setClearButtonEnabled(True)
+        self.select_all_button = QPushButton("All", page)
+        self.select_all_button.setToolTip("Tick every accelerator shown")
+        self.select_none_button = QPushButton("None", page)
+        self.select_none_button.setToolTip("Untick every accelerator shown")
+        self.select_priced_button = QPushButton("Priced", page)
+        self.select_priced_button.setToolTip("Tick only the shown accelerators with a rental price (the others "
+                                             "cannot be costed, so they are never recommended)")
+        self.candidate_list = QListWidget(page)
+        self.candidate_list.setObjectName("candidate_list")
+        self.candidate_list.setUniformItemSizes(True)
+        self.candidate_count = QLabel("", page)
+        buttons = QHBoxLayout()
+        for button in (self.select_all_button, self.select_none_button, self.select_priced_button):
+            buttons.addWidget(button)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(4, 6, 4, 4)
+        layout.addWidget(self.vendor_filter)
+        layout.addWidget(self.search)
+        layout.addLayout(buttons)
+        layout.addWidget(self.candidate_list, 1)
+        layout.addWidget(self.candidate_count)
+        self.vendor_filter.currentIndexChanged.connect(lambda _: self._apply_filter())
+        self.search.textChanged.connect(lambda _: self._apply_filter())
+        self.select_all_button.clicked.connect(lambda: self._tick_shown(lambda acc: True))
+        self.select_none_button.clicked.connect(lambda: self._tick_shown(lambda acc: False))
+        self.select_priced_button.clicked.connect(lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour)))
+        self.candidate_list.itemChanged.connect(lambda _: self._on_setup_edited())
+        return page
+
+    def _build_targets(self) -> QWidget:
+        page = QWidget(self)
+        self.scenario_list = QListWidget(page)
+        self.scenario_list.setObjectName("compare_scenarios")
+        self.scenario_list.setToolTip("The scenarios every candidate is sized for and compared on")
+        self.scenario_list.itemChanged.connect(self._on_scenario_ticked)
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.target_edits: dict[str, QLineEdit] = {}
+        for name, label, unit, _, tip in TARGET_FIELDS:
+            edit = QLineEdit(page)
+            edit.setObjectName(f"target:{name}")
+            edit.setPlaceholderText("none")
+            edit.setToolTip(f"{tip}. Empty: no target.")
+            edit.textChanged.connect(lambda _text, e=edit: self._on_target_edited(e))
+            self.target_edits[name] = edit
+            row = QHBoxLayout()
+            row.addWidget(edit, 1)
+            unit_label = QLabel(unit, page)
+            unit_label.setMinimumWidth(self.fontMetrics().horizontalAdvance("tokens/s"))
+            row.addWidget(unit_label)
+            form.addRow(label, row)
+        self.budget_basis = QComboBox(page)
+        for key, label in BUDGET_BASES:
+            self.budget_basis.addItem(label, key)
+        self.budget_basis.setToolTip("What the budget pays for")
+        self.budget_basis.currentIndexChanged.connect(lambda _: self._on_setup_edited())
+        form.addRow("Budget is", self.budget_basis)
+        self.targets_error = QLabel("", page)
+        self.targets_error.setWordWrap(True)
+        self.targets_error.setStyleSheet(f"color: {theme.BAD_COLOUR}")
+        self.targets_error.setVisible(False)
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(4, 6, 4, 4)
+        layout.addWidget(QLabel("<b>Scenarios</b> to compare on", page))
+        layout.addWidget(self.scenario_list, 1)
+        layout.addWidget(QLabel("<b>Targets</b> (empty: none)", page))
+        layout.addLayout(form)
+        layout.addWidget(self.targets_error)
+        layout.addStretch(1)
+        return page
+
+    # --- candidates ---------------------------------------------------------------------------
+
+    def _accelerators(self) -> list[Accelerator]:
+        return self.catalogs.all_accelerators(self.controller.project)
+
+    def _fill_candidates(self, check_all: bool = False) -> None:
+        """(Re)build the list from the catalog and the project's own accelerators, keeping ticks;
+        accelerators new to the list come ticked."""
+        ticked = set(self._ticked_ids())
+        known = {self.candidate_list.item(i).data(ID_ROLE) for i in range(self.candidate_list.count())}
+        self.candidate_list.blockSignals(True)
+        self.candidate_list.clear()
+        for acc in self._accelerators():
+            price = f"${acc.cloud_usd_per_hour:.2f}/h" if acc.cloud_usd_per_hour else "no price"
+            item = QListWidgetItem(f"{short_name(acc.name, 22)}  ({price})")
+            item.setData(ID_ROLE, acc.id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            on = check_all or acc.id in ticked or acc.id not in known
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            custom = " (this project's own)" if acc.custom else ""
+            item.setToolTip(f"{acc.name}{custom}\nid {acc.id}, {acc.memory_gib:g} GiB, {acc.vendor.value}\n"
+                            f"rental {price}" + (f", purchase ${acc.list_price_usd:,.0f}" if acc.list_price_usd
+                                                 else ", no purchase price"))
+            self.candidate_list.addItem(item)
+        self.candidate_list.blockSignals(False)
+        self._apply_filter()
+        self._update_count()
+
+    def _ticked_ids(self) -> list[str]:
+        out = []
+        for i in range(self.candidate_list.count()):
+            item = self.candidate_list.item(i)
+            if item.checkState() == Qt.CheckState.Checked:
+                out.append(str(item.data(ID_ROLE)))
+        return out
+
+    def _apply_filter(self) -> None:
+        vendor = str(self.vendor_filter.currentData() or "")
+        text = self.search.text().strip().lower()
+        accelerators = {a.id: a for a in self._accelerators()}
+        for i in range(self.candidate_list.count()):
+            item = self.candidate_list.item(i)
+            acc = accelerators.get(str(item.data(ID_ROLE)))
+            shown = acc is not None
+            if acc is not None and vendor:
+                shown = acc.custom if vendor == "custom" else acc.vendor.value == vendor
+            if shown and text:
+                shown = text in item.text().lower() or text in str(item.data(ID_ROLE))
+            item.setHidden(not shown)
+
+    def _tick_shown(self, rule: Callable[[Accelerator], bool]) -> None:
+        accelerators = {a.id: a for a in self._accelerators()}
+        self.candidate_list.blockSignals(True)
+        for i in range(self.candidate_list.count()):
+            item = self.candidate_list.item(i)
+            acc = accelerators.get(str(item.data(ID_ROLE)))
+            if item.isHidden() or acc is None:
+                continue
+            item.setCheckState(Qt.CheckState.Checked if rule(acc) else Qt.CheckState.Unchecked)
+        self.candidate_list.blockSignals(False)
+        self._on_setup_edited()
+
+    def _update_count(self) -> None:
+        self.candidate_count.setText(f"{len(self._ticked_ids())} of {self.candidate_list.count()} ticked")
+
+    def set_candidates(self, ids: list[str]) -> None:
+        """Tick exactly these accelerators (by id)."""
+        wanted = set(ids)
+        self.candidate_list.blockSignals(True)
+        for i in range(self.candidate_list.count()):
+            item = self.candidate_list.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.data(ID_ROLE) in wanted else Qt.CheckState.Unchecked)
+        self.candidate_list.blockSignals(False)
+        self._on_setup_edited()
+
+    def candidates(self) -> tuple[Candidate, ...]:
+        return tuple(Candidate(i) for i in self._ticked_ids())
+
+    # --- scenarios ----------------------------------------------------------------------------
+
+    def _fill_scenarios(self) -> None:
+        names = [s.name for s in self.controller.project.scenarios]
+        ticked = set(self._ticked_scenarios())
+        if self._follow_current or not ticked & set(names):
+            ticked = {self.controller.current}
+        self.scenario_list.blockSignals(True)
+        self.scenario_list.clear()
+        for name in names:
+            item = QListWidgetItem(name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if name in ticked else Qt.CheckState.Unchecked)
+            self.scenario_list.addItem(item)
+        self.scenario_list.blockSignals(False)
+
+    def _ticked_scenarios(self) -> list[str]:
+        return [self.scenario_list.item(i).text() for i in range(self.scenario_list.count())
+                if self.scenario_list.item(i).checkState() == Qt.CheckState.Checked]
+
+    def _on_scenario_ticked(self, _item: QListWidgetItem) -> None:
+        self._follow_current = False
+        self._on_setup_edited()
+
+    def set_scenarios(self, names: list[str]) -> None:
+        """Compare on exactly these scenarios (by name); the selection no longer follows the current one."""
+        self._follow_current = False
+        wanted = set(names)
+        self.scenario_list.blockSignals(True)
+        for i in range(self.scenario_list.count()):
+            item = self.scenario_list.item(i)
+            item.setCheckState(Qt.CheckState.Checked if item.text() in wanted else Qt.CheckState.Unchecked)
+        self.scenario_list.blockSignals(False)
+        self._on_setup_edited()
+
+    def scenarios(self) -> tuple[Scenario, ...]:
+        ticked = set(self._ticked_scenarios())
+        return tuple(s for s in self.controller.project.scenarios if s.name in ticked)
+
+    # --- targets ------------------------------------------------------------------------------
+
+    def _target_value(self, name: str) -> float | None:
+        """The target in the field's unit; None when empty; raises InputError when not a positive number."""
+        text = self.target_edits[name].text().strip()
+        if not text:
+            return None
+        value = parse_amount(text)
+        if value is None:
+            label = next(f[1] for f in TARGET_FIELDS if f[0] == name)
+            raise InputError(f"{label}: enter a positive number or leave it empty")
+        factor = next(f[3] for f in TARGET_FIELDS if f[0] == name)
+        return value * factor
+
+    def targets(self) -> Targets:
+        """The targets as entered; a field that is not a positive number counts as no target."""
+        values = {}
+        for name, *_ in TARGET_FIELDS:
+            try:
+                values[name] = self._target_value(name)
+            except InputError:
+                values[name] = None
+        return Targets(**values, budget_basis=str(self.budget_basis.currentData()))
+
+    def set_target(self, name: str, value: float | None) -> None:
+        """Enter a target in the field's display unit (ms for TTFT and TPOT), None to clear it."""
+        self.target_edits[name].setText("" if value is None else f"{value:g}")
+
+    def _on_target_edited(self, edit: QLineEdit) -> None:
+        problems = []
+        for name, *_ in TARGET_FIELDS:
+            try:
+                self._target_value(name)
+                self.target_edits[name].setStyleSheet("")
+            except InputError as exc:
+                problems.append(str(exc))
+                self.target_edits[name].setStyleSheet(f"border: 1px solid {theme.BAD_COLOUR}")
+        self.targets_error.setText("; ".join(problems))
+        self.targets_error.setVisible(bool(problems))
+        self._on_setup_edited()
+
+    # --- running ------------------------------------------------------------------------------
+
+    def request(self) -> CompareRequest:
+        return CompareRequest(self.controller.project, self.scenarios(), self.candidates(), self.targets())
+
+    def _on_setup_edited(self) -> None:
+        self._update_count()
+        self.setup_changed.emit()
+        self.schedule()
+
+    def _on_project_replaced(self) -> None:
+        self._follow_current = True
+        self.comparer.forget()
+
+    def _on_project_changed(self) -> None:
+        project = self.controller.project
+        ids = [self.candidate_list.item(i).data(ID_ROLE) for i in range(self.candidate_list.count())]
+        if ids != [a.id for a in self._accelerators()]:
+            self._fill_candidates()
+        names = [self.scenario_list.item(i).text() for i in range(self.scenario_list.count())]
+        if names != [s.name for s in project.scenarios] or (
+                self._follow_current and self._ticked_scenarios() != [self.controller.current]):
+            self._fill_scenarios()
+        self.schedule()
+
+    def schedule(self) -> None:
+        """Compare again soon (debounced) if the inputs changed; only while on screen."""
+        self._dirty = True
+        if self.isVisible():
+            self._timer.start()
+
+    def refresh(self) -> int:
+        """Compare now (tests, the benchmark); returns the job's generation (0: nothing to do)."""
+        self._timer.stop()
+        return self._run(force=True)
+
+    def _run(self, force: bool = False) -> int:
+        request = self.request()
+        shown = self._shown_request
+        if not force and shown is not None and _same_request(shown, request) and not self.runner.is_busy():
+            self._dirty = False
+            return 0
+        self._dirty = False
+        if not request.candidates or not request.scenarios:
+            self.runner.cancel()
+            self._show(CompareResult(request, None, 0.0, 0), None)
+            return 0
+        self._requested_at = time.perf_counter()
+        comparer, source = self.comparer, self.engine_source
+
+        def job(stale: Stale, report: Report) -> CompareResult | None:
+            return comparer.run(source(), request, stale)
+
+        return self.runner.submit(job)
+
+    def _on_result(self, generation: int, result: CompareResult | None) -> None:
+        if result is None:
+            return
+        self._show(result, generation)
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        self._set_banner(f"<b>Cannot compare:</b> {escape(gui_words(message))}", False)
+        self.comparison_shown.emit(generation)
+
+    def _show(self, result: CompareResult, generation: int | None) -> None:
+        self.result = result
+        self._shown_request = result.request
+        comparison = result.comparison
+        selected = self._selected_key()
+        self.table.setUpdatesEnabled(False)
+        self.table_model.set_comparison(comparison)
+        hidden = self.table_model.empty_columns()
+        if comparison is None or len(comparison.scenarios) < 2:
+            hidden.add("scenario")
+        for column in COLUMNS:
+            self.table.setColumnHidden(COLUMN_INDEX[column.id], column.id in hidden)
+        self._size_columns()
+        self.table.setUpdatesEnabled(True)
+        self._restore_selection(selected)
+        self._update_chart()
+        self._update_banner(result)
+        if generation is not None:
+            self.last_update_s = time.perf_counter() - self._requested_at
+        self.comparison_shown.emit(generation or 0)
+
+    # --- showing ------------------------------------------------------------------------------
+
+    def _size_columns(self) -> None:
+        """Columns as wide as their widest text (measured here: resizeColumnsToContents asks the
+        model for every cell and role, which costs more than the comparison itself)."""
+        body = QFontMetrics(self.table.font())
+        bold_font = self.table.font()
+        bold_font.setBold(True)
+        bold = QFontMetrics(bold_font)
+        head = QFontMetrics(self.table.horizontalHeader().font())
+        recommended = set(self.table_model.recommended_rows())
+        for index, column in enumerate(COLUMNS):
+            if self.table.isColumnHidden(index):
+                continue
+            texts = self.table_model.texts(index)
+            widest = max((bold if row in recommended else body).horizontalAdvance(text)
+                         for row, text in enumerate(texts)) if texts else 0
+            title = max(head.horizontalAdvance(line) for line in self.table_model.headerData(
+                index, Qt.Orientation.Horizontal).split("\n"))
+            width = max(widest + 14, title + 22)
+            if column.id == "verdict":
+                width = min(max(width, 160), 300)  # the full text is in the tooltip
+            self.table.setColumnWidth(index, width)
+
+    def _update_banner(self, result: CompareResult) -> None:
+        comparison = result.comparison
+        request = result.request
+        if not request.candidates:
+            self._set_banner("Tick at least one candidate accelerator (Candidates tab).", None)
+            self.status.setText("")
+            return
+        if not request.scenarios:
+            self._set_banner("Tick at least one scenario to compare on (Targets tab).", None)
+            self.status.setText("")
+            return
+        if comparison is None:
+            self._set_banner("No candidate could be compared: " + escape("; ".join(result.problems)), False)
+            return
+        self._set_banner(banner_html(comparison), comparison.recommendation is not None)
+        n_c, n_s = len(comparison.candidates), len(comparison.scenarios)
+        text = (f"{n_c} candidate{'s' * (n_c != 1)} × {n_s} scenario{'s' * (n_s != 1)}, "
+                f"compared in {result.elapsed_s * 1000:.0f} ms ({result.sized} sized now, the rest kept)")
+        if result.problems:
+            text += " · left out: " + "; ".join(result.problems)
+        self.status.setText(text)
+
+    def _set_banner(self, html: str, good: bool | None) -> None:
+        self.banner.setText(html)
+        self._banner_good = good
+        pal = self.palette()
+        if good is None:
+            colour = pal.color(QPalette.ColorRole.AlternateBase)
+        else:
+            colour = QColor(theme.OK_COLOUR if good else theme.WARN_COLOUR)
+            colour.setAlpha(45)
+            base = pal.color(QPalette.ColorRole.Window)
+            colour = _blend(base, colour)
+        pal.setColor(QPalette.ColorRole.Window, colour)
+        self.banner.setPalette(pal)
+
+    @property
+    def banner_text(self) -> str:
+        return self.banner.text()
+
+    def _selected_key(self) -> tuple[str, Candidate] | None:
+        rows = self.table.selectionModel().selectedRows()
+        if not rows:
+            return None
+        result = self.table_model.result(self.proxy.mapToSource(rows[0]).row())
+        return result.scenario, result.candidate
+
+    def _restore_selection(self, key: tuple[str, Candidate] | None) -> None:
+        if key is None:
+            return
+        for row, (_, result) in enumerate(self.table_model.rows):
+            if (result.scenario, result.candidate) == key:
+                index = self.proxy.mapFromSource(self.table_model.index(row, 0))
+                self.table.selectRow(index.row())
+                return
+
+    def _on_selection(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
+        self._update_chart()
+
+    def chart_scenario(self) -> ScenarioComparison | None:
+        """The scenario the bars show: the selected row's, else the first."""
+        comparison = self.table_model.comparison
+        if comparison is None or not comparison.scenarios:
+            return None
+        key = self._selected_key()
+        if key is not None:
+            for scenario in comparison.scenarios:
+                if scenario.scenario.name == key[0]:
+                    return scenario
+        return comparison.scenarios[0]
+
+    def _update_chart(self) -> None:
+        self.chart.update_comparison(self.chart_scenario())
+
+    def recommended_proxy_rows(self) -> list[int]:
+        """Rows of the table as shown (sorted) that are highlighted as recommended."""
+        return sorted(self.proxy.mapFromSource(self.table_model.index(r, 0)).row()
+                      for r in self.table_model.recommended_rows())
+
+    # --- events -------------------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._dirty:
+            self._timer.start(0)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "banner"):
+            # The banner's tint is mixed from the window colour: mix it again (light <-> dark).
+            self._set_banner(self.banner.text(), self._banner_good)
+            self.table.viewport().update()
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        self.runner.shutdown()
+        self.solver_panel.shutdown()
+
+
+def banner_html(comparison: Comparison) -> str:
+    """The recommendation in a sentence (and its range), or why there is none."""
+    scenarios = comparison.scenarios
+    rec = comparison.recommendation
+    if rec is None:
+        return f"<b>No recommendation:</b> {escape(gui_words(comparison.why_no_recommendation or ''))}"
+    rows = [next(r for r in s.results if r.candidate == rec) for s in scenarios]
+    if len(scenarios) == 1:
+        row = rows[0]
+        unit = METRIC_BY_ID[row.cost_metric].unit
+        span = low_high(row, row.cost_metric, unit)
+        detail = f"{escape(row.sizing)}; layout TP {row.tp} × PP {row.pp} × DP {row.dp}"
+        if span:
+            detail += f"; cost {escape(span)} with every efficiency assumption at one end of its range"
+        return (f"<span style='font-size:13pt'><b>Recommended: {escape(headline(row))}</b></span>"
+                f"<br><small>The cheapest of {len(comparison.candidates)} candidates that meets the targets: "
+                f"{detail}.</small>")
+    lines = "".join(f"<br>{escape(r.scenario)}: {escape(headline(r))}" for r in rows)
+    return (f"<span style='font-size:13pt'><b>Recommended for all {len(scenarios)} scenarios: "
+            f"{escape(short_name(rows[0].accelerator_name))}</b></span><small>{lines}</small>")
+
+
+def _same_request(a: CompareRequest, b: CompareRequest) -> bool:
+    return (a.candidates == b.candidates and a.targets == b.targets and len(a.scenarios) == len(b.scenarios)
+            and all(x is y for x, y in zip(a.scenarios, b.scenarios))
+            and a.project.models is b.project.models and a.project.accelerators is b.project.accelerators)
+
+
+def _blend(base: QColor, tint: QColor) -> QColor:
+    alpha = tint.alphaF()
+    return QColor.fromRgbF(base.redF() * (1 - alpha) + tint.redF() * alpha,
+                           base.greenF() * (1 - alpha) + tint.greenF() * alpha,
+                           base.blueF() * (1 - alpha) + tint.blueF() * alpha)
+
+
+def _padded(widget: QWidget) -> QWidget:
+    holder = QWidget()
+    layout = QVBoxLayout(holder)
+    layout.setContentsMargins(4, 6, 4, 4)
+    layout.addWidget(widget)
+    return holder

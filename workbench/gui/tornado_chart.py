@@ -1,0 +1,226 @@
+"""Tornado: how far each assumption, swung alone over its plausible range, moves the headline
+number. One horizontal bar per assumption, biggest swing on top; the blue half is the value with
+the assumption at its low end, the orange half at its high end; the line is the likely value.
+
+The two bar items and the base line are created once; an update moves them (setOpts). Value
+labels are kept and reused.
+"""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from workbench.engine.compare import format_seconds
+from workbench.engine.sensitivity import Bar, Sensitivity
+from workbench.gui import theme
+from workbench.gui.compare_format import number, usd
+
+LOW_COLOUR = theme.SERIES_COLOURS[0]
+HIGH_COLOUR = theme.SERIES_COLOURS[1]
+BAR_HEIGHT = 0.62
+#: Bars drawn at most; swings of zero are left out (listed under the chart).
+MAX_BARS = 16
+
+
+def short_value(value: float, unit: str) -> str:
+    """A bar-end label: $0.25, 38 ms, 3,400."""
+    if unit.startswith("USD"):
+        return usd(value)
+    if unit == "s":
+        return format_seconds(value)
+    return number(value)
+
+
+def factor_value(value: float, unit: str) -> str:
+    """A factor's setting: 0.7x price, 0.3 ms, 0.35, 32 tokens, 0.156 USD/kWh."""
+    if unit == "x price":
+        return f"{value:.2g}x price"
+    if unit == "s":
+        return format_seconds(value)
+    text = f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    return text if unit in ("", "fraction", "ratio") else f"{text} {unit}"
+
+
+def factor_range(bar: Bar) -> str:
+    """``0.5 – 0.78``, ``0.7x – 1.3x price``, ``0.3 ms – 3 ms``: the range the factor is swung over."""
+    factor = bar.factor
+    if factor.unit == "x price":
+        return f"{factor.low:.2g}x – {factor.high:.2g}x price"
+    if factor.unit == "s":
+        return f"{format_seconds(factor.low)} – {format_seconds(factor.high)}"
+    low = factor_value(factor.low, "")
+    return f"{low} – {factor_value(factor.high, factor.unit)}"
+
+
+class TornadoChart(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("tornado_chart")
+        self.plot_widget = pg.PlotWidget(self)
+        self.plot_widget.setMinimumSize(360, 260)
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.setMouseEnabled(x=False, y=False)
+        self.plot.showGrid(x=True, y=False, alpha=0.2)
+        self.plot.invertY(True)
+        self.plot.getAxis("left").setStyle(tickLength=0)
+        self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.low_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brush=LOW_COLOUR,
+                                        pen=pg.mkPen(None))
+        self.high_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brush=HIGH_COLOUR,
+                                         pen=pg.mkPen(None))
+        self.plot.addItem(self.low_bars)
+        self.plot.addItem(self.high_bars)
+        self.base_line = pg.InfiniteLine(angle=90, movable=False)
+        self.base_line.setZValue(10)
+        self.plot.addItem(self.base_line, ignoreBounds=True)
+        self.base_label = pg.TextItem("", anchor=(0.5, 1.0))
+        self.plot.addItem(self.base_label, ignoreBounds=True)
+        self.message = pg.TextItem("", anchor=(0.5, 0.5))
+        self.plot.addItem(self.message, ignoreBounds=True)
+        self.value_labels: list[pg.TextItem] = []
+        self._extent = (0.0, 1.0, 0)
+        self.plot.vb.sigResized.connect(lambda *_: self._fit_range())
+
+        legend = QHBoxLayout()
+        self.title = QLabel("", self)
+        self.title.setWordWrap(True)
+        legend.addWidget(self.title, 1)
+        legend.addStretch(0)
+        for colour, text in ((LOW_COLOUR, "assumption at its low end"), (HIGH_COLOUR, "at its high end")):
+            swatch = QLabel("■", self)
+            swatch.setStyleSheet(f"color: {colour}")
+            legend.addWidget(swatch)
+            legend.addWidget(QLabel(text, self))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(legend)
+        layout.addWidget(self.plot_widget, 1)
+
+        self.sensitivity: Sensitivity | None = None
+        self.bars: list[Bar] = []  # the bars drawn, top first
+        self.changing: set[str] = set()
+        self._tick_labels: list[str] = []
+        self.restyle()
+
+    # --- update -------------------------------------------------------------------------------
+
+    def update_sensitivity(self, sens: Sensitivity | None, changing: set[str] | None = None) -> None:
+        """Draw ``sens``'s bars (biggest swing first); ``changing``: factor ids whose swing changes
+        the recommendation (marked ⚠)."""
+        self.sensitivity = sens
+        self.changing = set(changing or ())
+        bars = [b for b in sens.bars if b.swing > 0][:MAX_BARS] if sens is not None else []
+        self.bars = bars
+        base = sens.base if sens is not None and sens.base is not None else 0.0
+        unit = sens.unit if sens is not None else ""
+        low_x0, low_w, high_x0, high_w, ys_low, ys_high = [], [], [], [], [], []
+        ends: list[tuple[float, float, str]] = []
+        for y, bar in enumerate(bars):
+            for value, x0s, widths, ys in ((bar.at_low, low_x0, low_w, ys_low),
+                                           (bar.at_high, high_x0, high_w, ys_high)):
+                if value is None:
+                    continue
+                x0s.append(min(base, value))
+                widths.append(abs(value - base))
+                ys.append(y)
+                ends.append((value, y, short_value(value, unit)))
+        self.low_bars.setOpts(x0=low_x0, y=ys_low, width=low_w, height=BAR_HEIGHT)
+        self.high_bars.setOpts(x0=high_x0, y=ys_high, width=high_w, height=BAR_HEIGHT)
+        self._tick_labels = [("⚠ " if b.factor.id in self.changing else "") + f"{b.factor.title} ({factor_range(b)})"
+                             for b in bars]
+        self.plot.getAxis("left").setTicks([list(enumerate(self._tick_labels))])
+        values = [base] + [v for v, _, _ in ends]
+        lo, hi = min(values), max(values)
+        span = (hi - lo) or abs(base) * 0.1 or 1.0
+        metrics = QFontMetrics(self._tick_font)
+        self._extent = (lo, hi if hi > lo else lo + span,
+                        max((metrics.horizontalAdvance(t) for _, _, t in ends), default=0) + 24)
+        left, right = self._fit_range()
+        self.plot.setYRange(-1.1, max(len(bars), 1) - 0.4, padding=0)
+        fg = theme.chart_foreground()
+        self.base_line.setPos(base)
+        self.base_line.setPen(pg.mkPen(fg, width=1.5, style=Qt.PenStyle.DashLine))
+        self.base_label.setText(f"likely {short_value(base, unit)}" if sens is not None and sens.base is not None
+                                else "")
+        self.base_label.setColor(fg)
+        self.base_label.setPos(base, -0.45)
+        while len(self.value_labels) < len(ends):
+            label = pg.TextItem("")
+            self.plot.addItem(label, ignoreBounds=True)
+            self.value_labels.append(label)
+        for n, label in enumerate(self.value_labels):
+            if n < len(ends):
+                value, y, text = ends[n]
+                label.setAnchor((0, 0.5) if value >= base else (1, 0.5))
+                label.setText(text)
+                label.setColor(fg)
+                label.setPos(value + (span * 0.01 if value >= base else -span * 0.01), y)
+                label.setVisible(True)
+            else:
+                label.setVisible(False)
+        self.message.setText("" if bars or sens is None else "no assumption moves this number")
+        self.message.setColor(fg)
+        self.message.setPos((left + right) / 2, 0)
+        if sens is not None:
+            self.plot.setLabel("bottom", f"{sens.metric_title} ({unit})" if unit else sens.metric_title)
+            self.title.setText(f"<b>{sens.metric_title}</b> of “{sens.scenario}”, each assumption swung alone")
+        self._fit_axis()
+
+    def _fit_range(self) -> tuple[float, float]:
+        """The x range that leaves room for the value labels at both ends, at the plot's width."""
+        lo, hi, label_px = self._extent
+        pixels = self.plot.vb.width()
+        usable = max(pixels - 2 * label_px, pixels * 0.3) if pixels > 0 else 1.0
+        per_px = (hi - lo) / usable if pixels > 0 else (hi - lo) * 0.0025
+        left, right = lo - label_px * per_px, hi + label_px * per_px
+        self.plot.setXRange(left, right, padding=0)
+        return left, right
+
+    def drawn(self) -> list[tuple[str, float | None, float | None]]:
+        """(factor id, value at the low end, value at the high end) as the bars are drawn, top first:
+        read back from the bar items (the tests hold them equal to the sensitivity's bars)."""
+        base = self.sensitivity.base if self.sensitivity is not None and self.sensitivity.base is not None else 0.0
+        out = []
+        for item, which in ((self.low_bars, 0), (self.high_bars, 1)):
+            opts = item.opts
+            for x0, width, y in zip(opts["x0"], opts["width"], opts["y"]):
+                end = x0 + width if abs(x0 - base) <= abs(x0 + width - base) else x0
+                out.append((int(y), which, float(end)))
+        rows: dict[int, list[float | None]] = {y: [None, None] for y in range(len(self.bars))}
+        for y, which, end in out:
+            rows[y][which] = end
+        return [(self.bars[y].factor.id, rows[y][0], rows[y][1]) for y in range(len(self.bars))]
+
+    @property
+    def tick_labels(self) -> list[str]:
+        return list(self._tick_labels)
+
+    # --- look ---------------------------------------------------------------------------------
+
+    def _fit_axis(self) -> None:
+        """Room for the longest assumption label, at most half the chart."""
+        metrics = QFontMetrics(self._tick_font)
+        widest = max((metrics.horizontalAdvance(t) for t in self._tick_labels), default=40)
+        self.plot.getAxis("left").setWidth(min(widest + 14, max(120, int(self.width() * 0.5))))
+
+    def restyle(self) -> None:
+        theme.style_plot(self.plot_widget, [self.plot])
+        self._tick_font = QFont()
+        self.plot.getAxis("left").setStyle(tickFont=self._tick_font)
+        if self.sensitivity is not None:
+            self.update_sensitivity(self.sensitivity, self.changing)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit_axis()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.PaletteChange:
+            self.restyle()
+        super().changeEvent(event)
