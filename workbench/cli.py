@@ -38,7 +38,11 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.what == "gpus":
         from workbench.catalog.accelerators import load_accelerators
 
-        accelerators = list(load_accelerators().values())
+        from workbench.catalog.resolve import plugin_accelerators
+
+        catalog = load_accelerators()
+        accelerators = list(catalog.values())
+        accelerators += [a for ident, a in plugin_accelerators().items() if ident not in catalog]
         if args.json:
             _emit_json(
                 {"count": len(accelerators), "accelerators": [a.model_dump(mode="json") for a in accelerators]}
@@ -234,9 +238,10 @@ _DEFAULT_SWEEP_KEYS = (
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     import csv
+    import io
 
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.engine.sweep import parse_axis, sweep_rows
+    from workbench.engine.sweep import parse_axis, sweep_chunks, sweep_rows
     from workbench.pluginhost import default_engine
     from workbench.scenario_flags import project_from_args, scenario_from_args
 
@@ -247,14 +252,26 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     axes = [parse_axis(spec, base) for spec in args.vary]
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
-    rows_out = sweep_rows(base, axes, lambda s: resolve_scenario(s, project), default_engine(), keys)
+    resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
     if args.format == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([*names, *keys, "error"])
-        for r in rows_out:
-            values = [r.values[k] for k in keys]
-            writer.writerow([*r.settings.values(), *("" if v is None else v for v in values), r.error or ""])
+        # The sweep's workers write the CSV text of their chunks themselves; this process only
+        # prints it, in order. A name given twice keeps one column per name, as a dict would.
+        unique = len(set(names)) == len(names)
+
+        def render(rows: list[Any]) -> str:
+            text = io.StringIO()
+            csv.writer(text, lineterminator="\n").writerows(
+                [*(combo if unique else dict(zip(names, combo)).values()),
+                 *("" if v is None else v for v in values), error or ""]
+                for combo, values, error in rows
+            )  # fmt: skip
+            return text.getvalue()
+
+        csv.writer(sys.stdout, lineterminator="\n").writerow([*names, *keys, "error"])
+        for chunk in sweep_chunks(base, axes, resolve, default_engine(), keys, render):
+            sys.stdout.write(chunk)
         return 0
+    rows_out = sweep_rows(base, axes, resolve, default_engine(), keys)
     rows = [{**r.settings, **r.values, "error": r.error} for r in rows_out]
     _emit_json({"varied": names, "keys": keys, "count": len(rows), "points": rows})
     return 0
@@ -320,15 +337,20 @@ def _cmd_assumptions(args: argparse.Namespace) -> int:
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from workbench.pluginhost import get_host
 
+    from workbench.pluginhost import default_engine
+
     statuses = get_host().status_list()
+    rejected = [{"estimator": f.estimator, "reason": f.message} for f in default_engine().rejected]
     if args.json:
-        _emit_json({"plugins": [s.as_dict() for s in statuses]})
+        _emit_json({"plugins": [s.as_dict() for s in statuses], "rejected_estimators": rejected})
         return 0
     for s in statuses:
         what = ", ".join(f"{n} {k}" for k, n in s.registered.items()) or "nothing registered"
         print(f"{s.name:<28} {s.version or '-':<8} {s.status:<9} {s.origin}  ({what})")
         if s.error:
             print(f"    error: {s.error}")
+    for r in rejected:
+        print(f"estimator {r['estimator']} not used: {r['reason']}")
     return 0
 
 
@@ -384,6 +406,14 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli_project import add_project_commands
 
     add_project_commands(sub, _Parser, add_scenario_flags)
+
+    from workbench.cli_report import add_report_command
+
+    add_report_command(sub, add_scenario_flags)
+
+    from workbench.cli_compare import add_compare_commands
+
+    add_compare_commands(sub, _Parser, add_scenario_flags, solve)
 
     assumptions = sub.add_parser("assumptions", help="every named assumption with its default and source")
     assumptions.add_argument("--json", action="store_true", help="one JSON document on stdout")

@@ -17,9 +17,12 @@ for a model that does not generate (encoder-only, vision).
 
 from __future__ import annotations
 
-from workbench.core.dtypes import DType, weight_bits
+from collections.abc import Callable, Mapping
+
+from workbench.core.dtypes import DType, WeightFormat, weight_bits
+from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
-from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Workload
+from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario, Workload
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_compute import flops as F
@@ -59,6 +62,111 @@ PRODUCES: tuple[str, ...] = (
 )
 
 
+# Keys and labels per phase, built once rather than formatted in every estimate.
+_PHASE_KEYS_OF = {phase: tuple(f"roofline.{phase}.{key}" for key in _PHASE_KEYS) for phase in _PHASES}
+_PHASE_LABELS = {
+    phase: (
+        f"{phase.capitalize()}: FLOPs per GPU",
+        f"{phase.capitalize()}: bytes per GPU",
+        f"{phase.capitalize()}: arithmetic intensity",
+        f"{phase.capitalize()}: attainable TFLOPS",
+        f"{phase.capitalize()}: bound by",
+    )
+    for phase in _PHASES
+}
+_PHASE_UNITS = ("FLOP", "B", "FLOP/B", "TFLOPS", "")
+#: The phase-less keys that repeat the main phase's figures, with their key and label there.
+_MAIN_KEYS = ("roofline.arithmetic_intensity", "roofline.attainable_tflops", "roofline.bound")
+_MAIN_ALIASES = {
+    phase: tuple(
+        (f"roofline.{phase}.{key}", label.split(": ", 1)[-1])
+        for key, label in zip(_PHASE_KEYS[2:], _PHASE_LABELS[phase][2:])
+    )
+    for phase in _PHASES
+}
+_MAIN_NOTES = {phase: f"{phase} phase" for phase in _PHASES}
+_RECOMPUTE_TEXT = {
+    "full": "every block's forward again (output head excluded)",
+    "selective": "the attention products QK^T and PV again",
+    "none": "nothing",
+}
+
+
+_FORMATS: dict[tuple[object, ...], tuple[WeightFormat, float]] = {}
+
+
+def _weight_format(sc: Scenario) -> tuple[WeightFormat, float]:
+    """(weight format, bits per weight with scales), cached by the few enum values that decide
+    them: ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call."""
+    key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
+    found = _FORMATS.get(key)
+    if found is None:
+        if len(_FORMATS) > 1024:
+            _FORMATS.clear()
+        fmt = sc.weight_format
+        found = _FORMATS[key] = (fmt, weight_bits(fmt, sc.quant_group_size))
+    return found
+
+
+# Guard-rail warnings recur with the same inputs in estimate after estimate (one GPU and dtype,
+# one MoE model): each is built once and shared (warnings are frozen).
+_WARNINGS: dict[tuple[object, ...], tuple[object, Warning]] = {}
+
+
+def _dtype_warning(wanted: DType, used: DType, rate: float, gpu: Accelerator) -> Warning:
+    key = ("dtype", id(gpu), wanted, used, rate)
+    hit = _WARNINGS.get(key)
+    if hit is None or hit[0] is not gpu:
+        found = guards.dtype_warning(wanted, used, rate, gpu)
+        assert found is not None  # wanted is not used
+        hit = _remember(key, gpu, found)
+    return hit[1]
+
+
+def _moe_warning(shape: ModelShape, arch: ModelArchitecture, active: int, total: int) -> Warning:
+    moe = arch.moe
+    assert moe is not None
+    key = ("moe", id(shape), active, total)
+    hit = _WARNINGS.get(key)
+    if hit is None or hit[0] is not shape:
+        hit = _remember(key, shape, guards.moe_warning(active, total, moe.experts_per_token, moe.num_experts))
+    return hit[1]
+
+
+def _remember(key: tuple[object, ...], owner: object, warning: Warning) -> tuple[object, Warning]:
+    if len(_WARNINGS) > 1024:
+        _WARNINGS.clear()
+    found = _WARNINGS[key] = (owner, warning)
+    return found
+
+
+_NOT_APPLICABLE: dict[tuple[str, str], dict[str, Quantity]] = {}
+
+
+def _phase_not_applicable(phase: str, why: str) -> Mapping[str, Quantity]:
+    """A phase's five roofline keys when the phase does not happen: built once per reason and
+    shared by every such estimate (read-only quantities; callers copy the entries, never the dict)."""
+    block = _NOT_APPLICABLE.get((phase, why))
+    if block is None:
+        label = phase.capitalize()
+        block = _NOT_APPLICABLE[phase, why] = {
+            f"roofline.{phase}.{key}": not_applicable(f"{label}: {key}", unit, why)
+            for key, unit in zip(_PHASE_KEYS, _PHASE_UNITS)
+        }
+    return block
+
+
+#: The training FLOP keys of an inference scenario (shared, read-only; copied into each estimate).
+_NO_TRAINING_FLOPS: Mapping[str, Quantity] = {
+    key: not_applicable(label, "FLOP", "inference scenario: no training step")
+    for key, label in (
+        ("flops.backward", "Backward pass"),
+        ("flops.recompute", "Activation recompute"),
+        ("flops.training_step", "Training step (one micro-batch)"),
+    )
+}
+
+
 class ComputeEstimator:
     """FLOPs, arithmetic intensity, roofline and compute guard-rails for one scenario."""
 
@@ -83,32 +191,37 @@ class ComputeEstimator:
         targets = (LORA_ATTENTION if sc.lora_targets == "attention" else LORA_ALL_LINEAR) if frozen else 0
         values: dict[str, Quantity] = {}
         warnings: list[Warning] = []
+        # A run for a few keys (a sweep) builds only those (and what they are computed from).
+        want = _always if ctx.wanted is None else ctx.wanted.__contains__
 
         fwd = F.full_pass(shape, b, s, discount, lora_targets=targets, lora_rank=sc.lora_rank)
         pre = F.full_pass(shape, b, s, discount, head_all=False)
         tokens = b * (shape.tokens_per_sample or s)
         used = (CAUSAL,)
-        values["flops.forward"] = q(
-            fwd.total, "FLOP", "Forward pass", lambda: pass_formula(shape, b, fwd), used
-        )
-        values["flops.per_token_forward"] = q(
-            fwd.total / tokens,
-            "FLOP/token",
-            "Forward FLOPs per token",
-            lambda: (
-                f"{g(fwd.total)} / {tokens:,} tokens = 2 x {fwd.gemm / tokens / 2:,.0f} matmul weights per "
-                f"token + attention {g(fwd.attention / tokens)}"
-                + (f" + adapters {g(fwd.lora / tokens)}" if fwd.lora else "")
-            ),
-            used,
-        )
-        values["flops.prefill"] = q(
-            pre.total,
-            "FLOP",
-            "Prefill (prompt) pass",
-            lambda: pass_formula(shape, b, pre) + " (output head on the last position only)",
-            used,
-        )
+        if want("flops.forward"):
+            values["flops.forward"] = q(
+                fwd.total, "FLOP", "Forward pass", lambda: pass_formula(shape, b, fwd), used
+            )
+        if want("flops.per_token_forward"):
+            values["flops.per_token_forward"] = q(
+                fwd.total / tokens,
+                "FLOP/token",
+                "Forward FLOPs per token",
+                lambda: (
+                    f"{g(fwd.total)} / {tokens:,} tokens = 2 x {fwd.gemm / tokens / 2:,.0f} matmul weights per "
+                    f"token + attention {g(fwd.attention / tokens)}"
+                    + (f" + adapters {g(fwd.lora / tokens)}" if fwd.lora else "")
+                ),
+                used,
+            )
+        if want("flops.prefill"):
+            values["flops.prefill"] = q(
+                pre.total,
+                "FLOP",
+                "Prefill (prompt) pass",
+                lambda: pass_formula(shape, b, pre) + " (output head on the last position only)",
+                used,
+            )
 
         # --- decode -------------------------------------------------------------------------------
         latent = False
@@ -118,22 +231,24 @@ class ComputeEstimator:
             if arch.mla is not None:
                 latent = a[MLA_LATENT] >= 0.5
             dec = F.decode_step(shape, b, s, sc.gen_len, fraction, latent)
-            ctx_len, _ = F.decode_contexts(shape, s, sc.gen_len, fraction)
             dec_used = (DECODE_CONTEXT, MLA_LATENT) if arch.mla is not None else (DECODE_CONTEXT,)
-            values["flops.decode_step"] = q(
-                dec.total,
-                "FLOP",
-                "One decode step",
-                lambda: (
-                    f"batch {b}, context {s} + {fraction:g} x {sc.gen_len} = {ctx_len:g}: "
-                    + pass_formula(shape, b, dec, latent, decode=True)
-                ),
-                dec_used,
-            )
+            if want("flops.decode_step"):
+                values["flops.decode_step"] = q(
+                    dec.total,
+                    "FLOP",
+                    "One decode step",
+                    lambda: (
+                        f"batch {b}, context {s} + {fraction:g} x {sc.gen_len} = "
+                        f"{F.decode_contexts(shape, s, sc.gen_len, fraction)[0]:g}: "
+                        + pass_formula(shape, b, dec, latent, decode=True)
+                    ),
+                    dec_used,
+                )
         else:
-            values["flops.decode_step"] = not_applicable(
-                "One decode step", "FLOP", f"{arch.name} does not generate tokens"
-            )
+            if want("flops.decode_step"):
+                values["flops.decode_step"] = not_applicable(
+                    "One decode step", "FLOP", f"{arch.name} does not generate tokens"
+                )
 
         # --- training -----------------------------------------------------------------------------
         if training:
@@ -143,117 +258,115 @@ class ComputeEstimator:
                 if frozen
                 else "2 x every matmul and attention product"
             )
-            values["flops.backward"] = q(
-                train.backward, "FLOP", "Backward pass", lambda: f"{kind}: {g(train.backward)} FLOP", used
-            )
-            how = {
-                "full": "every block's forward again (output head excluded)",
-                "selective": "the attention products QK^T and PV again",
-                "none": "nothing",
-            }[sc.recompute.value]
-            values["flops.recompute"] = q(
-                train.recompute,
-                "FLOP",
-                "Activation recompute",
-                lambda: f"recompute {sc.recompute.value}: {how} = {g(train.recompute)} FLOP",
-                used,
-            )
-            values["flops.training_step"] = q(
-                train.step,
-                "FLOP",
-                "Training step (one micro-batch)",
-                lambda: (
-                    f"forward {g(train.forward)} + backward {g(train.backward)} + recompute "
-                    f"{g(train.recompute)} = {g(train.step)} FLOP"
-                ),
-                used,
-            )
+            if want("flops.backward"):
+                values["flops.backward"] = q(
+                    train.backward, "FLOP", "Backward pass", lambda: f"{kind}: {g(train.backward)} FLOP", used
+                )
+            if want("flops.recompute"):
+                values["flops.recompute"] = q(
+                    train.recompute,
+                    "FLOP",
+                    "Activation recompute",
+                    lambda: (
+                        f"recompute {sc.recompute.value}: {_RECOMPUTE_TEXT[sc.recompute.value]} = "
+                        f"{g(train.recompute)} FLOP"
+                    ),
+                    used,
+                )
+            if want("flops.training_step"):
+                values["flops.training_step"] = q(
+                    train.step,
+                    "FLOP",
+                    "Training step (one micro-batch)",
+                    lambda: (
+                        f"forward {g(train.forward)} + backward {g(train.backward)} + recompute "
+                        f"{g(train.recompute)} = {g(train.step)} FLOP"
+                    ),
+                    used,
+                )
         else:
-            why = "inference scenario: no training step"
-            for key, label in (
-                ("flops.backward", "Backward pass"),
-                ("flops.recompute", "Activation recompute"),
-                ("flops.training_step", "Training step (one micro-batch)"),
-            ):
-                values[key] = not_applicable(label, "FLOP", why)
+            values.update(_NO_TRAINING_FLOPS)
 
         # --- roofline -----------------------------------------------------------------------------
-        wanted = compute_dtype(sc.dtype, sc.weight_format)
+        weight_format, w_bits = _weight_format(sc)
+        wanted = compute_dtype(sc.dtype, weight_format)
         peak, rate_dtype = peak_tflops(gpu, wanted)
         bw = gpu.memory_bandwidth_gbps
         ridge = peak * 1000.0 / bw
         par = sc.parallel
-        layout = {"tp": par.tp, "pp": par.pp, "ep": par.ep}
+        tp, pp, ep = par.tp, par.pp, par.ep
         act_bytes, kv_bytes = sc.dtype.bytes, sc.kv_cache_dtype.bytes
-        w_bytes = weight_bits(sc.weight_format, sc.quant_group_size) / 8
-        widths = {"weight_bytes": w_bytes, "act_bytes": act_bytes, "kv_bytes": kv_bytes}
+        w_bytes = w_bits / 8
         eager = sc.attention is AttentionKernel.EAGER
-        phases: dict[str, PhaseRoofline | None] = {
-            "prefill": phase_roofline(
-                shape, pre, b, decode=False, eager=eager, latent=False, **layout, **widths
-            ),
-            "decode": None,
-            "training": None,
-        }
+        prefill = phase_roofline(
+            shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
+            weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
+        )
+        decode = None
         if dec is not None:
-            phases["decode"] = phase_roofline(
-                shape, dec, b, decode=True, eager=eager, latent=latent, **layout, **widths
+            decode = phase_roofline(
+                shape, dec, b, tp=tp, pp=pp, ep=ep, decode=True, eager=eager, latent=latent,
+                weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
             )
+        train_roof = None
         if training:
             passes = (2.0 if frozen else 3.0) + (1.0 if sc.recompute is Recompute.FULL else 0.0)
-            phases["training"] = training_roofline(shape, fwd, passes=passes, act_bytes=act_bytes, **layout)
-        where = f"per GPU: TP {par.tp}, PP {par.pp}" + (f", EP {par.ep}" if par.ep > 1 else "")
-        notes = {
-            "prefill": f"{b} x {s} prompt tokens; weights {w_bytes:g} B each, activations {act_bytes:g} B",
-            "decode": f"{b} new tokens; weights {w_bytes:g} B each, KV cache {kv_bytes:g} B per element",
-            "training": f"weight GEMMs of one micro-batch step, {b} x {s} tokens, operands {act_bytes:g} B",
-        }
-        for phase, roof in phases.items():
-            self._phase(values, phase, roof, peak, bw, ridge, f"{notes[phase]}; {where}", training)
+            train_roof = training_roofline(shape, fwd, tp=tp, pp=pp, ep=ep, passes=passes, act_bytes=act_bytes)
+
+        def note(phase: str) -> str:  # rendered only inside a formula someone reads
+            where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
+            if phase == "prefill":
+                text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each, activations {act_bytes:g} B"
+            elif phase == "decode":
+                text = f"{b} new tokens; weights {w_bytes:g} B each, KV cache {kv_bytes:g} B per element"
+            else:
+                text = f"weight GEMMs of one micro-batch step, {b} x {s} tokens, operands {act_bytes:g} B"
+            return f"{text}; {where}"
+
         main = "training" if training else ("decode" if dec is not None else "prefill")
-        values["roofline.phase"] = q(main, "", "Main phase", lambda: f"{main} ({sc.workload.value})")
-        for key in ("arithmetic_intensity", "attainable_tflops", "bound"):
-            src = values[f"roofline.{main}.{key}"]
-            values[f"roofline.{key}"] = q(
-                src.value,
-                src.unit,
-                src.label.split(": ", 1)[-1],
-                lambda src=src: src.formula,
-                src.assumptions,
-                f"{main} phase",
+        sources: tuple[Quantity, ...] = ()
+        for phase, roof in (("prefill", prefill), ("decode", decode), ("training", train_roof)):
+            made = self._phase(values, phase, roof, peak, bw, ridge, note, training, want, phase == main)
+            sources = made or sources
+        if want("roofline.phase"):
+            values["roofline.phase"] = q(main, "", "Main phase", lambda: f"{main} ({sc.workload.value})")
+        # The main phase's figures again under phase-less keys (the main phase always has a roofline).
+        for key, (_, label), src in zip(_MAIN_KEYS, _MAIN_ALIASES[main], sources):
+            if want(key):
+                values[key] = q(
+                    src.value, src.unit, label, lambda src=src: src.formula, src.assumptions, _MAIN_NOTES[main]
+                )
+        if want("roofline.ridge_point"):
+            values["roofline.ridge_point"] = q(
+                ridge, "FLOP/B", "Ridge point", lambda: f"{peak:g} TFLOPS / {bw:g} GB/s = {ridge:.1f} FLOP/B"
             )
-        values["roofline.ridge_point"] = q(
-            ridge, "FLOP/B", "Ridge point", lambda: f"{peak:g} TFLOPS / {bw:g} GB/s = {ridge:.1f} FLOP/B"
-        )
-        values["roofline.peak_tflops"] = q(
-            peak, "TFLOPS", "Dense peak", lambda: f"{gpu.name} dense {rate_dtype.value}: {peak:g} TFLOPS"
-        )
-        values["roofline.bandwidth_gbps"] = q(
-            bw, "GB/s", "Memory bandwidth", lambda: f"{gpu.name}: {bw:g} GB/s"
-        )
-        values["roofline.compute_dtype"] = q(
-            rate_dtype.value,
-            "",
-            "Compute dtype",
-            lambda: (
-                f"dtype {sc.dtype.value}, weights {sc.weight_format.value} -> matmuls in {wanted.value}"
-                + ("" if wanted is rate_dtype else f", run at the {rate_dtype.value} rate")
-            ),
-        )
+        if want("roofline.peak_tflops"):
+            values["roofline.peak_tflops"] = q(
+                peak, "TFLOPS", "Dense peak", lambda: f"{gpu.name} dense {rate_dtype.value}: {peak:g} TFLOPS"
+            )
+        if want("roofline.bandwidth_gbps"):
+            values["roofline.bandwidth_gbps"] = q(
+                bw, "GB/s", "Memory bandwidth", lambda: f"{gpu.name}: {bw:g} GB/s"
+            )
+        if want("roofline.compute_dtype"):
+            values["roofline.compute_dtype"] = q(
+                rate_dtype.value,
+                "",
+                "Compute dtype",
+                lambda: (
+                    f"dtype {sc.dtype.value}, weights {weight_format.value} -> matmuls in {wanted.value}"
+                    + ("" if wanted is rate_dtype else f", run at the {rate_dtype.value} rate")
+                ),
+            )
 
         # --- guard-rails --------------------------------------------------------------------------
-        dtype_problem = guards.dtype_warning(wanted, rate_dtype, peak, gpu)
-        if dtype_problem is not None:
-            warnings.append(dtype_problem)
+        if wanted is not rate_dtype:
+            warnings.append(_dtype_warning(wanted, rate_dtype, peak, gpu))
         align = self._alignment(shape, arch, par.tp, rate_dtype)
         if align is not None:
             warnings.append(align)
         if arch.moe is not None:
-            warnings.append(
-                guards.moe_warning(
-                    ctx.params.active, ctx.params.total, arch.moe.experts_per_token, arch.moe.num_experts
-                )
-            )
+            warnings.append(_moe_warning(shape, arch, ctx.params.active, ctx.params.total))
         return Outputs(values, warnings)
 
     @staticmethod
@@ -264,54 +377,70 @@ class ComputeEstimator:
         peak: float,
         bw: float,
         ridge: float,
-        note: str,
+        note: Callable[[str], str],
         training: bool,
-    ) -> None:
-        label = phase.capitalize()
+        want: Callable[[str], bool],
+        main: bool,
+    ) -> tuple[Quantity, ...]:
+        """A phase's roofline keys. The main phase returns its (intensity, attainable, bound)
+        quantities, which the phase-less keys repeat (built even when only those are wanted)."""
         if roof is None:
             why = (
                 "inference scenario: no training step"
                 if phase == "training" and not training
                 else "the model does not generate tokens"
             )
-            for key, unit in zip(_PHASE_KEYS, ("FLOP", "B", "FLOP/B", "TFLOPS", "")):
-                values[f"roofline.{phase}.{key}"] = not_applicable(f"{label}: {key}", unit, why)
-            return
+            values.update(_phase_not_applicable(phase, why))
+            return ()
+        k_flops, k_bytes, k_ai, k_attainable, k_bound = _PHASE_KEYS_OF[phase]
+        l_flops, l_bytes, l_ai, l_attainable, l_bound = _PHASE_LABELS[phase]
         ai = roof.intensity
         attainable = roof.attainable_tflops(peak, bw)
         bound = "compute" if ai >= ridge else "memory"
-        values[f"roofline.{phase}.flops"] = q(
-            roof.flops, "FLOP", f"{label}: FLOPs per GPU", lambda: f"{g(roof.flops)} FLOP ({note})"
-        )
-        values[f"roofline.{phase}.bytes"] = q(
-            roof.bytes,
-            "B",
-            f"{label}: bytes per GPU",
-            lambda: (
-                f"weights {g(roof.weight_bytes)} + activations {g(roof.activation_bytes)} + "
-                f"attention / KV cache {g(roof.attention_bytes)} = {g(roof.bytes)} B ({note})"
-            ),
-        )
-        values[f"roofline.{phase}.arithmetic_intensity"] = q(
-            ai,
-            "FLOP/B",
-            f"{label}: arithmetic intensity",
-            lambda: f"{g(roof.flops)} FLOP / {g(roof.bytes)} B = {ai:.2f}",
-        )
-        values[f"roofline.{phase}.attainable_tflops"] = q(
-            attainable,
-            "TFLOPS",
-            f"{label}: attainable TFLOPS",
-            lambda: f"min({peak:g} TFLOPS, {ai:.2f} FLOP/B x {bw:g} GB/s) = {attainable:.1f} TFLOPS",
-        )
-        values[f"roofline.{phase}.bound"] = q(
-            bound,
-            "",
-            f"{label}: bound by",
-            lambda: (
-                f"intensity {ai:.2f} {'>=' if bound == 'compute' else '<'} ridge {ridge:.1f} FLOP/B: {bound}"
-            ),
-        )
+        if want(k_flops):
+            values[k_flops] = q(roof.flops, "FLOP", l_flops, lambda: f"{g(roof.flops)} FLOP ({note(phase)})")
+        if want(k_bytes):
+            values[k_bytes] = q(
+                roof.bytes,
+                "B",
+                l_bytes,
+                lambda: (
+                    f"weights {g(roof.weight_bytes)} + activations {g(roof.activation_bytes)} + "
+                    f"attention / KV cache {g(roof.attention_bytes)} = {g(roof.bytes)} B ({note(phase)})"
+                ),
+            )
+        alias = main and any(map(want, _MAIN_KEYS))
+        made: list[Quantity] = []
+        if alias or want(k_ai):
+            made.append(q(ai, "FLOP/B", l_ai, lambda: f"{g(roof.flops)} FLOP / {g(roof.bytes)} B = {ai:.2f}"))
+            if want(k_ai):
+                values[k_ai] = made[-1]
+        if alias or want(k_attainable):
+            made.append(
+                q(
+                    attainable,
+                    "TFLOPS",
+                    l_attainable,
+                    lambda: f"min({peak:g} TFLOPS, {ai:.2f} FLOP/B x {bw:g} GB/s) = {attainable:.1f} TFLOPS",
+                )
+            )
+            if want(k_attainable):
+                values[k_attainable] = made[-1]
+        if alias or want(k_bound):
+            made.append(
+                q(
+                    bound,
+                    "",
+                    l_bound,
+                    lambda: (
+                        f"intensity {ai:.2f} {'>=' if bound == 'compute' else '<'} ridge {ridge:.1f} FLOP/B: "
+                        f"{bound}"
+                    ),
+                )
+            )
+            if want(k_bound):
+                values[k_bound] = made[-1]
+        return tuple(made) if alias else ()
 
     @staticmethod
     def _alignment(shape: ModelShape, arch: ModelArchitecture, tp: int, dtype: DType) -> Warning | None:
@@ -324,3 +453,7 @@ class ComputeEstimator:
                 heads, kv_heads, head_dim = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
             shape.alignment_cache[key] = guards.alignment_warning(shape, heads, kv_heads, head_dim, tp, dtype)
         return shape.alignment_cache[key]
+
+
+def _always(key: str) -> bool:
+    return True

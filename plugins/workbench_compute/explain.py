@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.engine.quantity import Quantity, q
+from workbench.engine.quantity import FixedQuantity, Quantity
 from workbench_compute.flops import Pass
 from workbench_compute.shapes import ModelShape
 
@@ -47,4 +47,6 @@ def pass_formula(shape: ModelShape, batch: int, p: Pass, latent: bool = False, d
 
 
 def not_applicable(label: str, unit: str, why: str) -> Quantity:
-    return q(None, unit, label, lambda: why, note=why)
+    """A result that does not apply, with the reason. Read-only and final, so estimators build
+    each one once and share it between estimates (:class:`FixedQuantity`)."""
+    return FixedQuantity(None, unit, label, why, note=why)

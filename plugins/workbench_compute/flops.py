@@ -48,9 +48,13 @@ def causal_pairs(s: float, window: int | None) -> float:
     return window * (window + 1) / 2 + (s - window) * window
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pass:
-    """One pass over a batch: FLOPs by kind, and the tokens each stream carried."""
+    """One pass over a batch: FLOPs by kind, and the tokens each stream carried.
+
+    Passes are cached by their inputs (:func:`full_pass`, :func:`decode_step`) and shared by every
+    estimate that asks for the same one: read them, never change their dict or list.
+    """
 
     tokens: dict[str, float]
     gemm: float  # weight matmuls, whole model
@@ -108,6 +112,24 @@ def full_pass_tokens(
     return tokens
 
 
+#: Passes by input. A sweep varies the GPU, precision or layout around one (batch, length) far more
+#: often than the passes change; the shape is held next to its passes so its id stays unique.
+_PASSES: dict[tuple[object, ...], tuple[ModelShape, Pass]] = {}
+_PASSES_SIZE = 4096
+
+
+def _cached(key: tuple[object, ...], shape: ModelShape) -> Pass | None:
+    hit = _PASSES.get(key)
+    return hit[1] if hit is not None and hit[0] is shape else None
+
+
+def _keep(key: tuple[object, ...], shape: ModelShape, p: Pass) -> Pass:
+    if len(_PASSES) >= _PASSES_SIZE:
+        _PASSES.clear()
+    _PASSES[key] = (shape, p)
+    return p
+
+
 def full_pass(
     shape: ModelShape,
     batch: int,
@@ -118,7 +140,23 @@ def full_pass(
     lora_targets: int = 0,
     lora_rank: int = 0,
 ) -> Pass:
-    """Forward (``head_all``) or prefill over ``batch`` x ``seq_len`` tokens."""
+    """Forward (``head_all``) or prefill over ``batch`` x ``seq_len`` tokens (cached, shared)."""
+    rank = lora_rank if lora_targets else 0  # the rank matters only with adapters
+    key = ("full", id(shape), batch, seq_len, discount, head_all, lora_targets, rank)
+    return _cached(key, shape) or _keep(
+        key, shape, _full_pass(shape, batch, seq_len, discount, head_all, lora_targets, rank)
+    )
+
+
+def _full_pass(
+    shape: ModelShape,
+    batch: int,
+    seq_len: int,
+    discount: float,
+    head_all: bool,
+    lora_targets: int,
+    lora_rank: int,
+) -> Pass:
     tokens = full_pass_tokens(shape, batch, seq_len, head_all=head_all)
     s = shape.tokens_per_sample or seq_len
     dec_len = seq_len if head_all else 1
@@ -150,6 +188,15 @@ def decode_contexts(shape: ModelShape, seq_len: int, gen_len: int, fraction: flo
 
 
 def decode_step(
+    shape: ModelShape, batch: int, seq_len: int, gen_len: int, fraction: float, latent: bool
+) -> Pass:
+    """:func:`_decode_step`, cached and shared like :func:`full_pass`."""
+    key = ("decode", id(shape), batch, seq_len, gen_len, fraction, latent)
+    found = _cached(key, shape)
+    return found or _keep(key, shape, _decode_step(shape, batch, seq_len, gen_len, fraction, latent))
+
+
+def _decode_step(
     shape: ModelShape, batch: int, seq_len: int, gen_len: int, fraction: float, latent: bool
 ) -> Pass:
     """One decode step: ``batch`` new tokens, each attending to the cached context.

@@ -28,7 +28,7 @@ and left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workbench.core.dtypes import DType, WeightFormat
 from workbench.core.hardware import Accelerator
@@ -79,22 +79,22 @@ def per_gpu(shape: ModelShape, tp: int, ep: int) -> PerGpu:
     return result
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PhaseRoofline:
-    """One phase on one GPU."""
+    """One phase on one GPU (cached by its inputs and shared: see :func:`phase_roofline`)."""
 
     flops: float
     weight_bytes: float
     activation_bytes: float
     attention_bytes: float
+    #: weight + activation + attention bytes, and FLOPs per byte: fixed once built (read often)
+    bytes: float = field(init=False)
+    intensity: float = field(init=False)
 
-    @property
-    def bytes(self) -> float:
-        return self.weight_bytes + self.activation_bytes + self.attention_bytes
-
-    @property
-    def intensity(self) -> float:
-        return self.flops / self.bytes if self.bytes else 0.0
+    def __post_init__(self) -> None:
+        total = self.weight_bytes + self.activation_bytes + self.attention_bytes
+        object.__setattr__(self, "bytes", total)
+        object.__setattr__(self, "intensity", self.flops / total if total else 0.0)
 
     def attainable_tflops(self, peak_tflops: float, bandwidth_gbps: float) -> float:
         return min(peak_tflops, self.intensity * bandwidth_gbps / 1000.0)
@@ -122,6 +122,24 @@ def _weights_and_activations(
     return flops, weights * weight_bytes, act * act_bytes
 
 
+#: Rooflines by input (the pass by identity: passes are cached too). The GPU model is not an
+#: input, so a sweep over GPUs computes each once; shape and pass are held so their ids stay unique.
+_ROOFS: dict[tuple[object, ...], tuple[ModelShape, Pass, PhaseRoofline]] = {}
+_ROOFS_SIZE = 4096
+
+
+def _roof(key: tuple[object, ...], shape: ModelShape, p: Pass) -> PhaseRoofline | None:
+    hit = _ROOFS.get(key)
+    return hit[2] if hit is not None and hit[0] is shape and hit[1] is p else None
+
+
+def _keep(key: tuple[object, ...], shape: ModelShape, p: Pass, roof: PhaseRoofline) -> PhaseRoofline:
+    if len(_ROOFS) >= _ROOFS_SIZE:
+        _ROOFS.clear()
+    _ROOFS[key] = (shape, p, roof)
+    return roof
+
+
 def phase_roofline(
     shape: ModelShape,
     p: Pass,
@@ -137,7 +155,33 @@ def phase_roofline(
     act_bytes: float,
     kv_bytes: float,
 ) -> PhaseRoofline:
-    """Prefill / forward (``decode=False``) or one decode step, per GPU."""
+    """Prefill / forward (``decode=False``) or one decode step, per GPU (cached, shared)."""
+    key = (
+        "phase", id(shape), id(p), batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes,
+    )  # fmt: skip
+    found = _roof(key, shape, p)
+    if found is None:
+        found = _keep(
+            key, shape, p,
+            _phase_roofline(shape, p, batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes),
+        )  # fmt: skip
+    return found
+
+
+def _phase_roofline(
+    shape: ModelShape,
+    p: Pass,
+    batch: int,
+    tp: int,
+    pp: int,
+    ep: int,
+    decode: bool,
+    eager: bool,
+    latent: bool,
+    weight_bytes: float,
+    act_bytes: float,
+    kv_bytes: float,
+) -> PhaseRoofline:
     gpu = per_gpu(shape, tp, ep)
     flops, weights, act = _weights_and_activations(shape, gpu, p.tokens, ep, weight_bytes, act_bytes)
     flops += p.attention / tp
@@ -164,6 +208,17 @@ def phase_roofline(
 
 def training_roofline(
     shape: ModelShape, p: Pass, *, tp: int, pp: int, ep: int, passes: float, act_bytes: float
+) -> PhaseRoofline:
+    """:func:`_training_roofline`, cached and shared like :func:`phase_roofline`."""
+    key = ("training", id(shape), id(p), tp, pp, ep, passes, act_bytes)
+    found = _roof(key, shape, p)
+    if found is None:
+        found = _keep(key, shape, p, _training_roofline(shape, p, tp, pp, ep, passes, act_bytes))
+    return found
+
+
+def _training_roofline(
+    shape: ModelShape, p: Pass, tp: int, pp: int, ep: int, passes: float, act_bytes: float
 ) -> PhaseRoofline:
     """The weight matmuls of one training micro-batch step, per GPU.
 

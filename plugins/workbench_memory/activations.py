@@ -448,6 +448,31 @@ def _block(
     )
 
 
+#: :func:`_block` per model object and the inputs it reads; the model is held next to its
+#: blocks so that its id is never reused while the entry lives (as workbench_memory.shapes does).
+_BLOCKS: dict[tuple[object, ...], tuple[ModelArchitecture, _Block]] = {}
+_BLOCKS_SIZE = 512
+
+
+def _cached_block(
+    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: bool, mask: float
+) -> _Block:
+    """:func:`_block`, computed once per distinct input: sweeps and the memory plugin's layout
+    search ask for the same block thousands of times with only the batch, length or TP changed."""
+    key = (
+        id(model), scenario.attention, scenario.workload, scenario.method, scenario.lora_targets, dt, megatron,
+        dropout, mask,
+    )  # fmt: skip
+    hit = _BLOCKS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    blk = _block(model, scenario, dt, megatron, dropout, mask)
+    if len(_BLOCKS) >= _BLOCKS_SIZE:
+        _BLOCKS.clear()
+    _BLOCKS[key] = (model, blk)
+    return blk
+
+
 def activation_memory(
     model: ModelArchitecture,
     scenario: Scenario,
@@ -464,14 +489,55 @@ def activation_memory(
 
     Training: what is kept for backward (under full recompute, plus the one block rebuilt in
     backward). Inference: the forward's peak working set. See the module docstring.
+
+    Answers are kept per distinct input (the result is frozen, so it is shared): the memory
+    plugin's layout search asks about several TP degrees per estimate, and a sweep asks the same
+    questions again for every GPU and precision it varies.
     """
+    given = scenario.assumptions
+    key = (
+        id(model), scenario.dtype, scenario.workload, scenario.method, scenario.lora_targets,
+        scenario.attention, scenario.recompute, given.get(MEGATRON), given.get(DROPOUT),
+        given.get(MASK_BYTES), given.get(ALL_LOGITS),
+        micro_batch, seq_len, tp, sequence_parallel, layers, first_stage, last_stage,
+    )  # fmt: skip
+    hit = _RESULTS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    result = _activation_memory(
+        model, scenario, micro_batch=micro_batch, seq_len=seq_len, tp=tp, sequence_parallel=sequence_parallel,
+        layers=layers, first_stage=first_stage, last_stage=last_stage,
+    )  # fmt: skip
+    if len(_RESULTS) >= _RESULTS_SIZE:
+        _RESULTS.clear()
+    _RESULTS[key] = (model, result)
+    return result
+
+
+#: :func:`activation_memory` answers by input; the model object is held so its id stays unique.
+_RESULTS: dict[tuple[object, ...], tuple[ModelArchitecture, ActivationBreakdown]] = {}
+_RESULTS_SIZE = 4096
+
+
+def _activation_memory(
+    model: ModelArchitecture,
+    scenario: Scenario,
+    *,
+    micro_batch: int,
+    seq_len: int,
+    tp: int,
+    sequence_parallel: bool,
+    layers: int,
+    first_stage: bool,
+    last_stage: bool,
+) -> ActivationBreakdown:
     dt = scenario.dtype.bytes
     given = scenario.assumptions
     megatron = given.get(MEGATRON, 0.0) >= 0.5
     training = scenario.is_training
     dropout = training and given.get(DROPOUT, 0.0) > 0.0
     mask = given.get(MASK_BYTES, 1.0)
-    blk = _block(model, scenario, dt, megatron, dropout, mask)
+    blk = _cached_block(model, scenario, dt, megatron, dropout, mask)
 
     t = float(tp)
     sp = t if sequence_parallel else 1.0

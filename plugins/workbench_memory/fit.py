@@ -60,18 +60,24 @@ def fewest_gpus(
     dp_floor = max(1, ceil(ep / tp))
     if all(s.total(dp_floor, p.fragmentation) <= usable for s in base):
         return Fit(tp * pp * dp_floor, tp, pp, dp_floor)
-    tps, candidates = _candidates(tp, pp, min(gpus_per_node, p.model.num_attention_heads), p.c.layers)
+    layers = p.c.layers
+    tps, candidates = _candidates(tp, pp, min(gpus_per_node, p.model.num_attention_heads), layers)
     # TP only divides or replicates a block's tensors, so no layout keeps less per block than the
     # widest TP tried: a lower bound that rules out hopeless layouts without asking the activation
-    # model about each of them.
+    # model about each of them. It depends on the PP degree alone, so it is decided once per degree.
     widest = p.per_layer_activations(tps[-1])
     grow = 1 + p.fragmentation
+    degrees = {q for _, q in candidates}
+    hopeless = {q for q in degrees if grow * p.inflight(0, q) * -(-layers // q) * widest > usable}
+    if len(hopeless) == len(degrees):
+        return None
+    floors = {t: max(1, ceil(ep / t)) for t in tps}
     best: Fit | None = None
     for t, q in candidates:
-        dp_floor = max(1, ceil(ep / t))
-        if best is not None and t * q * dp_floor >= best.gpus:
+        if q in hopeless:
             continue
-        if grow * p.inflight(0, q) * -(-p.c.layers // q) * widest > usable:
+        dp_floor = floors[t]
+        if best is not None and t * q * dp_floor >= best.gpus:
             continue
         if grow * first_stage_activations(p, t, q) > usable:
             continue

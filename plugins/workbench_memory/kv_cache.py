@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
 from workbench.engine.quantity import Outputs, q
@@ -84,14 +85,15 @@ class KvCacheEstimator:
         cross_layers = c.cross_kv[layers]
         per_token = self_layers * elems * dtype.bytes
         used = (A.KV_MLA_DECOMPRESSED.id,) if c.mla else ()
-        what = _describe_elements(ctx, decompressed)
+        model = ctx.model
         out = {
             "kv_cache.bytes_per_token": q(
                 per_token,
                 "B",
                 "KV cache per token",
                 lambda: (
-                    f"{self_layers} layers x {what} x {dtype.value} {dtype.bytes:g} B = {per_token:,.0f} B"
+                    f"{self_layers} layers x {_describe_elements(model, decompressed)} x {dtype.value} "
+                    f"{dtype.bytes:g} B = {per_token:,.0f} B"
                     + (" (cross-attention KV comes on top, per encoder token)" if cross_layers else "")
                 ),
                 used,
@@ -117,14 +119,14 @@ class KvCacheEstimator:
                 parts.append(f"{cross_layers} cross-attention layers x {tokens.cross} encoder tokens")
             paged = f", rounded up to blocks of {tokens.block}" if tokens.block else ""
             body = " + ".join(parts) or "no cached layers"
+            what = _describe_elements(model, decompressed)
             return f"{batch} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total:,.0f} B"
 
         out["kv_cache.bytes"] = q(total, "B", "KV cache", formula, used)
         return Outputs(out)
 
 
-def _describe_elements(ctx: EstimateContext, decompressed: bool) -> str:
-    model = ctx.model
+def _describe_elements(model: ModelArchitecture, decompressed: bool) -> str:
     mla = model.mla
     if mla is None:
         return f"2 (K, V) x {model.num_kv_heads} KV heads x {model.head_dim} dims"

@@ -53,9 +53,24 @@ class TrainingBytes:
 
 def training_bytes(scenario: Scenario, adafactor_momentum: float) -> TrainingBytes:
     fp32 = scenario.dtype is DType.FP32
+    key = (fp32, scenario.master_weights, scenario.optimizer, adafactor_momentum)
+    found = _CACHE.get(key)
+    if found is None:
+        if len(_CACHE) > 256:
+            _CACHE.clear()
+        found = _CACHE[key] = _training_bytes(*key)
+    return found
+
+
+#: Answers by (fp32, master weights, optimizer, Adafactor momentum bytes): a few dozen at most.
+_CACHE: dict[tuple[object, ...], TrainingBytes] = {}
+
+
+def _training_bytes(
+    fp32: bool, master_weights: bool, opt: Optimizer, adafactor_momentum: float
+) -> TrainingBytes:
     grad = 4.0 if fp32 else 2.0
-    master = 4.0 if (scenario.master_weights and not fp32) else 0.0
-    opt = scenario.optimizer
+    master = 4.0 if (master_weights and not fp32) else 0.0
     factored = 0.0
     if opt is Optimizer.ADAMW:
         states = 8.0

@@ -68,6 +68,10 @@ class Plan:
     fragmentation: float
     activation_seq: int
     activation_fn: ActivationFn | None
+    #: Micro-batches per optimizer step when the scenario fixes a global batch (None: fill the pipeline).
+    micro_batches: int | None = None
+    schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+    virtual_stages: int = 1
     _activations: dict[tuple[int, bool, bool], tuple[float, float, float]] = field(default_factory=dict)
 
     def activation_breakdown(self, tp: int, layers: int, first: bool, last: bool) -> Any:
@@ -123,14 +127,13 @@ class Plan:
         """Micro-batches whose activations stage ``stage`` keeps at its peak."""
         if not self.training or pp == 1:
             return 1.0
-        par = self.scenario.parallel
         # Without a global batch, assume enough micro-batches to fill the pipeline.
-        micro = self.scenario.grad_accumulation_steps if self.scenario.global_batch_size else pp
-        if par.pipeline_schedule is PipelineSchedule.GPIPE:
+        micro = pp if self.micro_batches is None else self.micro_batches
+        if self.schedule is PipelineSchedule.GPIPE:
             return float(micro)
         held = float(min(pp - stage, micro))
-        if par.pipeline_schedule is PipelineSchedule.INTERLEAVED:
-            held *= 1 + (pp - 1) / (pp * par.virtual_stages)
+        if self.schedule is PipelineSchedule.INTERLEAVED:
+            held *= 1 + (pp - 1) / (pp * self.virtual_stages)
         return held
 
 
@@ -173,6 +176,10 @@ def make_plan(
         fragmentation=values("memory.fragmentation"),
         activation_seq=seq,
         activation_fn=activation_fn,
+        # Read once here: the layout search asks for in-flight micro-batches per stage and layout.
+        micro_batches=scenario.grad_accumulation_steps if scenario.global_batch_size else None,
+        schedule=par.pipeline_schedule,
+        virtual_stages=par.virtual_stages,
     )
 
 
@@ -203,10 +210,11 @@ class Stage:
     kv_per_sequence: float
     comm: float  # CUDA context + NCCL groups other than DP
     dp_comm: float  # the DP group's NCCL buffers (training, dp > 1)
+    #: micro_activations x inflight + once_activations (kept as a field: the layout search reads it often)
+    activations: float = field(init=False)
 
-    @property
-    def activations(self) -> float:
-        return self.micro_activations * self.inflight + self.once_activations
+    def __post_init__(self) -> None:
+        self.activations = self.micro_activations * self.inflight + self.once_activations
 
     def weights(self, dp: int) -> float:
         return self.weights_fixed + self.weights_coef / dp
@@ -238,13 +246,16 @@ class Stage:
         return self.weights_coef + self.grads_coef + self.opt_coef
 
     def total(self, dp: int, fragmentation: float) -> float:
+        # weights(dp) + grads(dp) + optimizer(dp) + activations + kv + overhead(dp), written out
+        # (same terms, same order) because the layout search calls it for every stage it tries.
+        activations = self.activations
         return (
-            self.weights(dp)
-            + self.grads(dp)
-            + self.optimizer(dp)
-            + self.activations
+            (self.weights_fixed + self.weights_coef / dp)
+            + (self.grads_fixed + self.grads_coef / dp)
+            + (self.opt_fixed + self.opt_coef / dp)
+            + activations
             + self.kv
-            + self.overhead(dp, fragmentation)
+            + (self.comm + (self.dp_comm if dp > 1 else 0.0) + fragmentation * activations)
         )
 
 

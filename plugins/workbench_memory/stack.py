@@ -12,6 +12,7 @@ gives ``kv_cache.max_concurrency``. See :mod:`workbench_memory.sharding` for the
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from workbench.core.units import format_bytes
@@ -199,23 +200,28 @@ class MemoryStackEstimator:
         tp, pp, ep, dp = par.tp, par.pp, par.ep, par.dp
         activation_fn, missing = activation_function()
         p = make_plan(ctx.model, scenario, ctx.assumptions.__getitem__, activation_fn)
-        for ident in _ACTIVATION_IDS:  # the activation model reads them from the scenario itself
-            ctx.assumptions[ident]
+        ctx.assumptions.read(_ACTIVATION_IDS)  # the activation model reads them from the scenario itself
         frag = p.fragmentation
         stages = build_stages(p, tp, pp, ep)
         worst = stages[0] if pp == 1 else max(stages, key=lambda s: s.total(dp, frag))
         parts = stage_parts(worst, dp, frag)
         total = sum(parts)
+        # A run for a few keys (a sweep) skips what nobody reads: the average rank, the fewest-GPUs
+        # search (and the out-of-memory warning that names its answer), unread quantities. The
+        # fit comes with the two figures it compares (callers that ask for it read them too).
+        want = _always if ctx.wanted is None else _with_fit_inputs(ctx.wanted).__contains__
         c = p.c
         uneven_experts = bool(c.num_experts) and c.num_experts % ep != 0
         if pp == 1 and not uneven_experts:
             average = parts
-        else:
+        elif any(map(want, _AVERAGE_KEYS)):
             rows = [
                 stage_parts(s, dp, frag)
                 for s in (build_stages(p, tp, pp, ep, worst=False) if uneven_experts else stages)
             ]
             average = tuple(sum(column) / pp for column in zip(*rows))
+        else:
+            average = (0.0,) * len(PARTS)  # not read
         average_total = sum(average)
 
         capacity = ctx.gpu.memory_bytes
@@ -223,96 +229,109 @@ class MemoryStackEstimator:
         usable = capacity * utilization
         fits = total <= usable
         headroom = usable - total
-        fit = fewest_gpus(p, tp, pp, ep, usable, ctx.cluster.node.gpus_per_node, stages)
-        concurrency = None if p.training else max_concurrency(stages, usable, dp, frag)
+        searched = want("memory.min_gpus")
+        fit = fewest_gpus(p, tp, pp, ep, usable, ctx.cluster.node.gpus_per_node, stages) if searched else None
+        concurrency = None
+        if not p.training and want("kv_cache.max_concurrency"):
+            concurrency = max_concurrency(stages, usable, dp, frag)
 
-        used = _assumption_ids(p)
-        everything = tuple(i for ids in used for i in ids)
+        used, everything = _assumption_ids(p)
         explain = _Explainer(p, worst, tp, pp, dp)
         out: dict[str, Quantity] = {}
         for (name, per_key, per_label, avg_key, avg_label), value, avg, ids in zip(
             _KEYS, parts, average, used
         ):
-            out[per_key] = q(value, "B", per_label, _bind(getattr(explain, name), value), ids)
-            out[avg_key] = q(avg, "B", avg_label, _average_formula(avg, pp, uneven_experts), ids)
-        out["memory.per_gpu.total"] = q(
-            total,
-            "B",
-            "Total per GPU (most-loaded)",
-            lambda: (
-                " + ".join(f"{_LABELS[k].lower()} {format_bytes(v)}" for k, v in zip(PARTS, parts))
-                + f" = {format_bytes(total)} ({_where(worst, pp)})"
-            ),
-            everything,
-        )
-        out["memory.average_gpu.total"] = q(
-            average_total,
-            "B",
-            "Total per GPU (average)",
-            lambda: " + ".join(format_bytes(v) for v in average) + f" = {format_bytes(average_total)}",
-            everything,
-        )
+            # partial() rather than a closure factory: built in C, and still rendered only on read
+            if want(per_key):
+                out[per_key] = q(value, "B", per_label, partial(getattr(explain, name), value), ids)
+            if want(avg_key):
+                out[avg_key] = q(avg, "B", avg_label, partial(_average_text, avg, pp, uneven_experts), ids)
+        if want("memory.per_gpu.total"):
+            out["memory.per_gpu.total"] = q(
+                total,
+                "B",
+                "Total per GPU (most-loaded)",
+                lambda: (
+                    " + ".join(f"{_LABELS[k].lower()} {format_bytes(v)}" for k, v in zip(PARTS, parts))
+                    + f" = {format_bytes(total)} ({_where(worst, pp)})"
+                ),
+                everything,
+            )
+        if want("memory.average_gpu.total"):
+            out["memory.average_gpu.total"] = q(
+                average_total,
+                "B",
+                "Total per GPU (average)",
+                lambda: " + ".join(format_bytes(v) for v in average) + f" = {format_bytes(average_total)}",
+                everything,
+            )
         gib = ctx.gpu.memory_gib
-        out["memory.gpu_capacity"] = q(capacity, "B", "GPU memory", lambda: f"{gib:g} GiB x 2^30 B")
-        out["memory.usable_capacity"] = q(
-            usable,
-            "B",
-            "Usable GPU memory",
-            (
-                lambda: (
-                    f"training: the whole {format_bytes(capacity)}; context, NCCL and fragmentation are "
-                    "counted as overhead"
+        if want("memory.gpu_capacity"):
+            out["memory.gpu_capacity"] = q(capacity, "B", "GPU memory", lambda: f"{gib:g} GiB x 2^30 B")
+        if want("memory.usable_capacity"):
+            out["memory.usable_capacity"] = q(
+                usable,
+                "B",
+                "Usable GPU memory",
+                (
+                    lambda: (
+                        f"training: the whole {format_bytes(capacity)}; context, NCCL and fragmentation are "
+                        "counted as overhead"
+                    )
                 )
+                if p.training
+                else (
+                    lambda: (
+                        f"{format_bytes(capacity)} x gpu_memory_utilization {utilization:g} (vLLM claims this "
+                        f"fraction up front) = {format_bytes(usable)}"
+                    )
+                ),
             )
-            if p.training
-            else (
-                lambda: (
-                    f"{format_bytes(capacity)} x gpu_memory_utilization {utilization:g} (vLLM claims this "
-                    f"fraction up front) = {format_bytes(usable)}"
-                )
-            ),
-        )
-        out["memory.fits"] = q(
-            fits,
-            "",
-            "Fits in GPU memory",
-            lambda: f"{format_bytes(total)} {'<=' if fits else '>'} {format_bytes(usable)} usable",
-            everything,
-        )
-        out["memory.headroom"] = q(
-            headroom,
-            "B",
-            "Headroom on the most-loaded GPU",
-            lambda: f"{format_bytes(usable)} - {format_bytes(total)} = {format_bytes(headroom)}",
-            everything,
-        )
-        out["memory.min_gpus"] = q(
-            fit.gpus if fit else None,
-            "GPUs",
-            "Fewest GPUs that fit",
-            (
-                lambda: (
-                    f"TP {fit.tp} x PP {fit.pp} x DP {fit.dp} = {fit.gpus} (scenario's TP/PP/EP/ZeRO "
-                    "kept; DP "
-                    "added as ZeRO needs, then TP and PP doubled)"
-                )
+        if want("memory.fits"):
+            out["memory.fits"] = q(
+                fits,
+                "",
+                "Fits in GPU memory",
+                lambda: f"{format_bytes(total)} {'<=' if fits else '>'} {format_bytes(usable)} usable",
+                everything,
             )
-            if fit
-            else (
-                lambda: (
-                    f"no layout up to {MAX_GPUS} GPUs fits: the per-sequence or per-micro-batch memory alone "
-                    "exceeds a GPU"
+        if want("memory.headroom"):
+            out["memory.headroom"] = q(
+                headroom,
+                "B",
+                "Headroom on the most-loaded GPU",
+                lambda: f"{format_bytes(usable)} - {format_bytes(total)} = {format_bytes(headroom)}",
+                everything,
+            )
+        if searched:
+            out["memory.min_gpus"] = q(
+                fit.gpus if fit else None,
+                "GPUs",
+                "Fewest GPUs that fit",
+                (
+                    lambda: (
+                        f"TP {fit.tp} x PP {fit.pp} x DP {fit.dp} = {fit.gpus} (scenario's TP/PP/EP/ZeRO "
+                        "kept; DP "
+                        "added as ZeRO needs, then TP and PP doubled)"
+                    )
                 )
-            ),
-            everything,
-        )
-        out["kv_cache.max_concurrency"] = q(
-            concurrency,
-            "sequences",
-            "Concurrent sequences the KV cache holds",
-            _concurrency_formula(p, concurrency, scenario.seq_len + scenario.gen_len, usable),
-            everything,
-        )
+                if fit
+                else (
+                    lambda: (
+                        f"no layout up to {MAX_GPUS} GPUs fits: the per-sequence or per-micro-batch memory alone "
+                        "exceeds a GPU"
+                    )
+                ),
+                everything,
+            )
+        if want("kv_cache.max_concurrency"):
+            out["kv_cache.max_concurrency"] = q(
+                concurrency,
+                "sequences",
+                "Concurrent sequences the KV cache holds",
+                _concurrency_formula(p, concurrency, scenario.seq_len + scenario.gen_len, usable),
+                everything,
+            )
         warnings: list[Warning] = []
         if missing:
             warnings.append(
@@ -324,7 +343,7 @@ class MemoryStackEstimator:
                     "reinstall the workbench_memory plugin",
                 )
             )
-        if not fits:
+        if not fits and searched:
             warnings.append(
                 out_of_memory(
                     scenario,
@@ -339,27 +358,50 @@ class MemoryStackEstimator:
         return Outputs(out, warnings)
 
 
-def _assumption_ids(p: Plan) -> tuple[tuple[str, ...], ...]:
-    """Assumption ids behind each part, in :data:`PARTS` order."""
-    weights: tuple[str, ...] = (A.QUANT_KEEPS_16BIT.id,) if p.w.quantized else ()
-    if p.zero == 3:
-        weights += (A.ZERO3_LIVE_LAYERS.id,)
-    optimizer = (A.ADAFACTOR_MOMENTUM_BYTES.id,) if p.training and p.t.factored else ()
-    kv = (A.KV_MLA_DECOMPRESSED.id,) if p.c.mla and not p.training else ()
-    return weights, (), optimizer, _ACTIVATION_IDS, kv, _OVERHEAD_IDS
+def _always(key: str) -> bool:
+    return True
 
 
-def _bind(render: Callable[[float], str], value: float) -> Callable[[], str]:
-    return lambda: render(value)
+_AVERAGE_KEYS = (*(keys[3] for keys in _KEYS), "memory.average_gpu.total")
+_FIT_INPUTS = frozenset({"memory.per_gpu.total", "memory.usable_capacity"})
+_WANTED: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
 
 
-def _average_formula(value: float, pp: int, uneven_experts: bool) -> Callable[[], str]:
-    def render() -> str:
-        over = f"mean over the {pp} pipeline stages" if pp > 1 else "every rank holds the same"
-        experts = "; experts averaged over EP ranks" if uneven_experts else ""
-        return f"{over}{experts} = {format_bytes(value)}"
+def _with_fit_inputs(wanted: frozenset[str]) -> frozenset[str]:
+    """``wanted``, plus the figures the fit compares when the fit is wanted (built once per set:
+    the engine hands every estimate of a sweep the same set)."""
+    hit = _WANTED.get(id(wanted))
+    if hit is None or hit[0] is not wanted:
+        if len(_WANTED) > 64:
+            _WANTED.clear()
+        hit = _WANTED[id(wanted)] = (wanted, wanted | _FIT_INPUTS if "memory.fits" in wanted else wanted)
+    return hit[1]
 
-    return render
+
+def _assumption_ids(p: Plan) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
+    """Assumption ids behind each part, in :data:`PARTS` order, and all of them in one tuple."""
+    key = (p.w.quantized, p.zero == 3, p.training and bool(p.t.factored), p.c.mla and not p.training)
+    found = _IDS.get(key)
+    if found is None:
+        quantized, zero3, factored, mla_kv = key
+        weights: tuple[str, ...] = (A.QUANT_KEEPS_16BIT.id,) if quantized else ()
+        if zero3:
+            weights += (A.ZERO3_LIVE_LAYERS.id,)
+        optimizer = (A.ADAFACTOR_MOMENTUM_BYTES.id,) if factored else ()
+        kv = (A.KV_MLA_DECOMPRESSED.id,) if mla_kv else ()
+        per_part = (weights, (), optimizer, _ACTIVATION_IDS, kv, _OVERHEAD_IDS)
+        found = _IDS[key] = (per_part, tuple(i for ids in per_part for i in ids))
+    return found
+
+
+#: :func:`_assumption_ids` by the four facts that decide it (16 entries at most).
+_IDS: dict[tuple[bool, ...], tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]] = {}
+
+
+def _average_text(value: float, pp: int, uneven_experts: bool) -> str:
+    over = f"mean over the {pp} pipeline stages" if pp > 1 else "every rank holds the same"
+    experts = "; experts averaged over EP ranks" if uneven_experts else ""
+    return f"{over}{experts} = {format_bytes(value)}"
 
 
 def _concurrency_formula(p: Plan, value: int | None, tokens: int, usable: float) -> Callable[[], str]:

@@ -43,9 +43,31 @@ class WeightBytes:
 
 def weight_bytes(scenario: Scenario, keep_16bit: Callable[[], float]) -> WeightBytes:
     """``keep_16bit()`` reads the ``memory.quant_keeps_16bit`` switch (only for quantized formats)."""
-    fmt = scenario.weight_format
-    bits = weight_bits(fmt, scenario.quant_group_size)
-    linear = bits / 8
-    plain = UNQUANTIZED_BITS / 8 if (bits < UNQUANTIZED_BITS and keep_16bit() >= 0.5) else linear
-    adapter = 4.0 if scenario.dtype is DType.FP32 else 2.0
-    return WeightBytes(fmt, bits, linear, plain, adapter)
+    fmt, bits = format_bits(scenario)
+    keep = bits < UNQUANTIZED_BITS and keep_16bit() >= 0.5  # the switch is read only when it matters
+    key = (fmt, bits, keep, scenario.dtype is DType.FP32)
+    found = _BYTES.get(key)
+    if found is None:
+        linear = bits / 8
+        plain = UNQUANTIZED_BITS / 8 if keep else linear
+        adapter = 4.0 if key[3] else 2.0
+        found = _BYTES[key] = WeightBytes(fmt, bits, linear, plain, adapter)
+    return found
+
+
+# Both caches are keyed by a handful of enum values and the int4 group size: tiny, and they spare
+# every estimate the enum lookups behind ``Scenario.weight_format`` and ``weight_bits``.
+_FORMATS: dict[tuple[object, ...], tuple[WeightFormat, float]] = {}
+_BYTES: dict[tuple[object, ...], WeightBytes] = {}
+
+
+def format_bits(scenario: Scenario) -> tuple[WeightFormat, float]:
+    """(``scenario.weight_format``, its bits per weight with scales), cached by what decides them."""
+    key = (scenario.weights, scenario.method, scenario.dtype, scenario.quant_group_size)
+    found = _FORMATS.get(key)
+    if found is None:
+        if len(_FORMATS) > 1024:
+            _FORMATS.clear()
+        fmt = scenario.weight_format
+        found = _FORMATS[key] = (fmt, weight_bits(fmt, scenario.quant_group_size))
+    return found

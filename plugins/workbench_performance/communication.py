@@ -111,7 +111,9 @@ class CommLayout:
     ep_link: Link
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class PassComm:
     """Communication of one forward pass over ``tokens`` tokens (per micro-batch), on its critical path."""
 
@@ -135,6 +137,11 @@ def forward_comm(layout: CommLayout, tokens: float, eff: Efficiency) -> PassComm
     EP: per MoE layer, dispatch and combine all-to-alls of ``tokens x top_k x hidden``.
     PP: ``pp - 1`` point-to-point sends of the activations between stages.
     """
+    return PassComm(*_forward_parts(layout, tokens, eff))
+
+
+def _forward_parts(layout: CommLayout, tokens: float, eff: Efficiency) -> tuple[float, ...]:
+    """:class:`PassComm`'s fields, in order (see :func:`forward_comm`)."""
     msg = tokens * layout.hidden * layout.act_bytes
     tp = layout.tp
     tp_s = tp_bytes = 0.0
@@ -154,7 +161,16 @@ def forward_comm(layout: CommLayout, tokens: float, eff: Efficiency) -> PassComm
     if layout.pp > 1:
         pp_s = (layout.pp - 1) * p2p_s(msg, layout.pp_link, eff)
         pp_bytes = msg
-    return PassComm(tp_s, tp_bytes, ep_s, ep_bytes, pp_s, pp_bytes)
+    return tp_s, tp_bytes, ep_s, ep_bytes, pp_s, pp_bytes
+
+
+def forward_comm_s(layout: CommLayout, tokens: float, eff: Efficiency) -> float:
+    """``forward_comm(layout, tokens, eff).total_s``: the serving model asks for it several times
+    per estimate, mostly for layouts with no communication at all (TP, PP and EP of 1)."""
+    if layout.tp <= 1 and layout.pp <= 1 and (layout.ep <= 1 or not layout.moe_layers):
+        return 0.0
+    tp_s, _, ep_s, _, pp_s, _ = _forward_parts(layout, tokens, eff)
+    return tp_s + ep_s + pp_s  # PassComm.total_s
 
 
 def gradient_sync(

@@ -237,9 +237,19 @@ def efficiencies(
     override) replaces the matmul efficiency in all three: the user has said how fast the
     matmuls run, so that part carries no range of ours.
     """
-    relevant = _RELEVANT[training, narrow]
-    central = tuple(assumptions[ident] if ident in relevant else _DEFAULTS[ident] for ident in _FIELDS)
-    factor = assumptions[LOW_PRECISION] if narrow else None
+    ids = _READ[training, narrow]
+    return _from_values(training, narrow, assumptions.read(ids), mfu)
+
+
+@lru_cache(maxsize=512)
+def _from_values(
+    training: bool, narrow: bool, values: tuple[float, ...], mfu: float | None
+) -> tuple[Efficiency, Efficiency, Efficiency]:
+    """:func:`efficiencies` from the values of ``_READ[training, narrow]`` (one estimate reads them all
+    in one call; the same values, as in every estimate of a sweep, give the same cached answer)."""
+    read = dict(zip(_READ[training, narrow], values))
+    central = tuple(read[ident] if ident in read else _DEFAULTS[ident] for ident in _FIELDS)
+    factor = read[LOW_PRECISION] if narrow else None
     return _resolve(central, factor, mfu)
 
 
@@ -292,4 +302,9 @@ _RELEVANT = {
     (training, narrow): frozenset(assumption_ids(training=training, narrow=narrow))
     for training in (False, True)
     for narrow in (False, True)
+}
+#: What :func:`efficiencies` reads, in order: the relevant fields, then the fp8 factor when narrow.
+_READ = {
+    key: tuple(ident for ident in _FIELDS if ident in relevant) + ((LOW_PRECISION,) if key[1] else ())
+    for key, relevant in _RELEVANT.items()
 }

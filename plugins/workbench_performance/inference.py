@@ -35,12 +35,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from workbench_performance.communication import CommLayout, Link, forward_comm, p2p_s
+from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
 from workbench_performance.model_constants import WeightElements, touched_fraction
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class InferenceInputs:
     """What the serving model needs, per GPU of one replica (one pipeline stage); batch-independent.
 
@@ -93,7 +95,9 @@ class InferenceInputs:
         return ((w.decode_dense if decode else w.dense) + experts) * self.weight_bytes / self.pp
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class Pass:
     """One forward pass of a replica: its time and what bounds it."""
 
@@ -105,20 +109,24 @@ class Pass:
 
     @property
     def bound(self) -> str:
-        parts = {
-            "memory bandwidth": self.memory_s,
-            "compute": self.compute_s,
-            "communication": self.comm_s,
-            "overhead": self.overhead_s,
-        }
-        return max(parts, key=parts.__getitem__)
+        # The largest of the four, the first one on a tie (as max() over them in this order).
+        name, largest = "memory bandwidth", self.memory_s
+        if self.compute_s > largest:
+            name, largest = "compute", self.compute_s
+        if self.comm_s > largest:
+            name, largest = "communication", self.comm_s
+        if self.overhead_s > largest:
+            name = "overhead"
+        return name
 
     @property
     def kernel_s(self) -> float:
         return self.memory_s + self.compute_s
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class ServePoint:
     """Serving at one concurrency (batch per replica)."""
 
@@ -155,10 +163,12 @@ def _kernels(
     attention kernel runs over, which set its efficiency.
     """
     bw = inp.bandwidth * eff.bandwidth
+    peak, matmul, half = inp.peak_flops, eff.matmul, eff.half_tokens
     memory = compute = 0.0
     for nbytes, flops, rows in parts:
         t_mem = nbytes / bw
-        t_comp = flops / (inp.peak_flops * eff.matmul_at(rows)) if flops else 0.0
+        # eff.matmul_at(rows), inline: this runs a dozen times per estimate
+        t_comp = flops / (peak * (matmul * rows / (rows + half) if rows > 0 else matmul)) if flops else 0.0
         if t_mem >= t_comp:
             memory += t_mem
         else:
@@ -192,7 +202,7 @@ def decode_pass(
         s + 0.5 * inp.gen_len,
     )
     memory, compute = _kernels(inp, eff, ((gemm_bytes, gemm_flops, tokens), attention))
-    comm = forward_comm(inp.comm, tokens, eff).total_s
+    comm = forward_comm_s(inp.comm, tokens, eff)
     return Pass(
         pp * (memory + compute) + comm + eff.step_overhead_s,
         pp * memory,
@@ -223,7 +233,7 @@ def prefill_pass(
     attention = (0.0, per_mb * inp.prompt_attention_flops * share * share, s)
     memory, compute = _kernels(inp, eff, (gemm, attention))
     stages = m + pp - 1
-    comm = forward_comm(inp.comm, tokens, eff).total_s * (stages / pp)
+    comm = forward_comm_s(inp.comm, tokens, eff) * (stages / pp)
     return Pass(
         stages * (memory + compute) + comm + eff.step_overhead_s,
         stages * memory,
@@ -354,7 +364,7 @@ def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
 
 
 def _busy(p: Pass) -> float:
-    return p.kernel_s / p.time_s if p.time_s else 0.0
+    return (p.memory_s + p.compute_s) / p.time_s if p.time_s else 0.0  # p.kernel_s / p.time_s
 
 
 def throughput_latency_curve(

@@ -36,7 +36,9 @@ from workbench_performance.training import TrainingInputs
 PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built once per estimate on the hot path (a frozen dataclass costs 4x to build);
+# nothing writes to one after it is built.
+@dataclass(slots=True)
 class Source:
     """The parts of an estimate the builders read."""
 
@@ -72,8 +74,26 @@ class Source:
 
     def number(self, key: str) -> float | None:
         quantity = self.values.get(key)
-        value = None if quantity is None else quantity.value
+        if quantity is None:
+            return None
+        value = quantity.value
+        if type(value) is float:  # the usual case, decided without the isinstance chain
+            return value
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+    def numbers(self, keys: tuple[str, ...]) -> list[float | None]:
+        """:meth:`number` of each key, in one call (the serving model reads a dozen per estimate)."""
+        values = self.values
+        out: list[float | None] = []
+        for key in keys:
+            quantity = values.get(key)
+            value = None if quantity is None else quantity.value
+            if type(value) is not float:
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                value = float(value) if number else None
+            out.append(value)
+        return out
 
 
 _LAYOUTS: dict[tuple[object, ...], tuple[object, CommLayout]] = {}
@@ -112,8 +132,34 @@ def comm_layout(src: Source) -> CommLayout:
     return layout
 
 
+_TRANSFER_LINKS: dict[int, tuple[object, Link]] = {}
+
+
+def _transfer_link(node: Any) -> Link:
+    """The network a disaggregated prefill hands its KV cache over, one per node shape."""
+    hit = _TRANSFER_LINKS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    link = Link(node.inter_node_gbps, False, node.inter_node)
+    if len(_TRANSFER_LINKS) > 256:
+        _TRANSFER_LINKS.clear()
+    _TRANSFER_LINKS[id(node)] = (node, link)
+    return link
+
+
 def _weight_bytes(sc: Scenario) -> float:
-    return weight_bits(sc.weight_format, sc.quant_group_size) / 8.0
+    """Bytes per stored weight, scales included; cached by what decides it (a few enum values),
+    since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call."""
+    key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
+    found = _WEIGHT_BYTES.get(key)
+    if found is None:
+        if len(_WEIGHT_BYTES) > 1024:
+            _WEIGHT_BYTES.clear()
+        found = _WEIGHT_BYTES[key] = weight_bits(sc.weight_format, sc.quant_group_size) / 8.0
+    return found
+
+
+_WEIGHT_BYTES: dict[tuple[object, ...], float] = {}
 
 
 def inference_inputs(source: Any) -> InferenceInputs:
@@ -131,12 +177,14 @@ def inference_inputs(source: Any) -> InferenceInputs:
     b = sc.batch_size
     w = weight_elements(arch, tp, ep)
     wb = _weight_bytes(sc)
-    peak = (src.number("roofline.peak_tflops") or 0.0) * 1e12
-    bandwidth = (src.number("roofline.bandwidth_gbps") or gpu.memory_bandwidth_gbps) * 1e9
-    dec_flops = src.number("roofline.decode.flops")
-    dec_bytes = src.number("roofline.decode.bytes")
+    (
+        peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops, pre_bytes,
+        model_decode, model_prefill, max_concurrency,
+    ) = src.numbers(_INFERENCE_NUMBERS)  # fmt: skip
+    peak = (peak_tflops or 0.0) * 1e12
+    bandwidth = (bandwidth_gbps or gpu.memory_bandwidth_gbps) * 1e9
     generates = dec_flops is not None and dec_bytes is not None
-    s = _tokens_per_sequence(src)
+    s = _tokens_from(fwd, per_token, sc)
     g = sc.gen_len if generates else 0
     experts = w.experts * wb / pp
     pre_weights = w.dense * wb / pp + experts * touched_fraction(w, b * s, ep)
@@ -146,12 +194,12 @@ def inference_inputs(source: Any) -> InferenceInputs:
     mm_prompt = 2.0 * (s * (matmul_elements_per_token(w, decode=False) - w.head) + w.head) / pp
     dec_seq_flops = (dec_flops or 0.0) / b
     dec_seq_bytes = max((dec_bytes or 0.0) - decode_weights, 0.0) / b
-    kv_token = src.number("kv_cache.bytes_per_token") or 0.0
+    kv_token = kv_token or 0.0
     kv_split = 1 if arch.mla is not None else min(tp, arch.num_kv_heads)
     context = s + 0.5 * g
     kv_seq = min(kv_token * context / (kv_split * pp), dec_seq_bytes)
-    pre_seq_flops = (src.number("roofline.prefill.flops") or 0.0) / b
-    pre_seq_bytes = max((src.number("roofline.prefill.bytes") or 0.0) - pre_weights, 0.0) / b
+    pre_seq_flops = (pre_flops or 0.0) / b
+    pre_seq_bytes = max((pre_bytes or 0.0) - pre_weights, 0.0) / b
 
     draft = sc.serving.speculative_draft_params
     active = float(src.params.active) or 1.0
@@ -167,8 +215,8 @@ def inference_inputs(source: Any) -> InferenceInputs:
         decode_attention_flops=max(dec_seq_flops - mm_decode, 0.0),
         prompt_act_bytes=pre_seq_bytes,
         prompt_attention_flops=max(pre_seq_flops - mm_prompt, 0.0),
-        model_decode_flops_per_seq=(src.number("flops.decode_step") or 0.0) / b,
-        model_prefill_flops_per_seq=(src.number("flops.prefill") or 0.0) / b,
+        model_decode_flops_per_seq=(model_decode or 0.0) / b,
+        model_prefill_flops_per_seq=(model_prefill or 0.0) / b,
         kv_bytes_per_token=kv_token,
         seq_len=s,
         gen_len=g,
@@ -188,18 +236,47 @@ def inference_inputs(source: Any) -> InferenceInputs:
         draft_weight_bytes=(draft or 0.0) * wb / (tp * pp),
         draft_flops_per_token=2.0 * (draft or 0.0) / (tp * pp),
         draft_bytes_per_seq=kv_seq * (draft or 0.0) / active,
-        max_concurrency=src.number("kv_cache.max_concurrency"),
+        max_concurrency=max_concurrency,
         comm=comm_layout(src),
-        transfer_link=Link(node.inter_node_gbps, False, node.inter_node),
+        transfer_link=_transfer_link(node),
     )
 
 
 def _tokens_per_sequence(src: Source) -> int:
     """Tokens one sample carries: seq_len, or the patch count of a vision model."""
-    fwd, per_token = src.number("flops.forward"), src.number("flops.per_token_forward")
+    return _tokens_from(src.number("flops.forward"), src.number("flops.per_token_forward"), src.scenario)
+
+
+def _tokens_from(fwd: float | None, per_token: float | None, sc: Scenario) -> int:
     if fwd and per_token:
-        return max(round(fwd / per_token / src.scenario.batch_size), 1)
-    return src.scenario.seq_len
+        return max(round(fwd / per_token / sc.batch_size), 1)
+    return sc.seq_len
+
+
+#: What :func:`training_inputs` reads from the estimate, in one :meth:`Source.numbers` call.
+_TRAINING_NUMBERS = (
+    "flops.forward",
+    "flops.per_token_forward",
+    "flops.backward",
+    "flops.recompute",
+    "roofline.peak_tflops",
+    "roofline.bandwidth_gbps",
+)
+#: What :func:`inference_inputs` reads from the estimate, in one :meth:`Source.numbers` call.
+_INFERENCE_NUMBERS = (
+    "roofline.peak_tflops",
+    "roofline.bandwidth_gbps",
+    "roofline.decode.flops",
+    "roofline.decode.bytes",
+    "flops.forward",
+    "flops.per_token_forward",
+    "kv_cache.bytes_per_token",
+    "roofline.prefill.flops",
+    "roofline.prefill.bytes",
+    "flops.decode_step",
+    "flops.prefill",
+    "kv_cache.max_concurrency",
+)
 
 
 def trainable_per_gpu(src: Source) -> float:
@@ -218,19 +295,18 @@ def training_inputs(source: Any) -> TrainingInputs:
     sc, gpu = src.scenario, src.cluster.accelerator
     par = sc.parallel
     split = par.tp * par.pp
-    fwd = src.number("flops.forward") or 0.0
-    bwd = src.number("flops.backward") or 0.0
-    rec = src.number("flops.recompute") or 0.0
+    fwd, per_token, bwd, rec, peak_tflops, bandwidth_gbps = src.numbers(_TRAINING_NUMBERS)
+    tokens_mb = float(_tokens_from(fwd, per_token, sc) * sc.batch_size)
+    fwd, bwd, rec = fwd or 0.0, bwd or 0.0, rec or 0.0
     m = sc.grad_accumulation_steps
-    tokens_mb = float(_tokens_per_sequence(src) * sc.batch_size)
     trainable = trainable_per_gpu(src)
     shard = trainable / par.dp if par.zero_stage >= 1 else trainable
     grad_el = sc.dtype.bytes
     offload = par.offload_optimizer is not Offload.NONE
     interleaved = par.pipeline_schedule is PipelineSchedule.INTERLEAVED
     return TrainingInputs(
-        peak_flops=(src.number("roofline.peak_tflops") or 0.0) * 1e12,
-        bandwidth=(src.number("roofline.bandwidth_gbps") or gpu.memory_bandwidth_gbps) * 1e9,
+        peak_flops=(peak_tflops or 0.0) * 1e12,
+        bandwidth=(bandwidth_gbps or gpu.memory_bandwidth_gbps) * 1e9,
         fwd_flops=fwd / split,
         bwd_flops=bwd / split,
         recompute_flops=rec / split,

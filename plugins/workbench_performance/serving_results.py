@@ -5,11 +5,10 @@ from __future__ import annotations
 from workbench.engine.estimator import EstimateContext
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_performance import efficiency as E
-from workbench_performance import keys as K
 from workbench_performance.communication import forward_comm
 from workbench_performance.inference import InferenceInputs, ServePoint, serve
 from workbench_performance.inputs import Source, inference_inputs
-from workbench_performance.text import g, idle_gpus, ms, not_applicable, null
+from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
 
 
 def serving_outputs(ctx: EstimateContext) -> Outputs:
@@ -19,37 +18,39 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
     narrow = src.narrow
     central, low, high = E.efficiencies(ctx.assumptions, training=False, mfu=sc.mfu, narrow=narrow)
     inp = inference_inputs(src)
+    # A run for a few keys (a sweep) builds only those, and the bounds only if one is asked for.
+    want = _always if ctx.wanted is None else ctx.wanted.__contains__
     p = serve(inp, central, sc.batch_size)
-    slow = serve(inp, low, sc.batch_size)
-    fast = serve(inp, high, sc.batch_size)
+    bounds = any(map(want, _BOUND_KEYS))
+    slow = serve(inp, low, sc.batch_size) if bounds else None
+    fast = serve(inp, high, sc.batch_size) if bounds else None
     used = E.assumption_ids(training=False, narrow=narrow)
     v: dict[str, Quantity] = {}
     warnings: list[Warning] = []
     b, s, gen = sc.batch_size, inp.seq_len, inp.gen_len
     policy = _policy(inp)
-    eff_text = (
-        f"matmul eff {central.matmul:g} x tokens/(tokens+{central.half_tokens:g}), "
-        f"bandwidth eff {central.bandwidth:g}, overhead {ms(central.step_overhead_s)}"
-    )
     mfu_note = " (--mfu replaces perf.matmul_efficiency)" if sc.mfu is not None else ""
 
-    v["performance.ttft_s"] = q(
-        p.ttft_s, "s", "Time to first token", lambda: _ttft_formula(inp, p), used, note=policy
-    )
-    v["performance.ttft_s_low"] = q(
-        fast.ttft_s,
-        "s",
-        "TTFT, optimistic",
-        lambda: "all assumptions at the fast end of their range",
-        used,
-    )
-    v["performance.ttft_s_high"] = q(
-        slow.ttft_s,
-        "s",
-        "TTFT, pessimistic",
-        lambda: "all assumptions at the slow end of their range",
-        used,
-    )
+    if want("performance.ttft_s"):
+        v["performance.ttft_s"] = q(
+            p.ttft_s, "s", "Time to first token", lambda: _ttft_formula(inp, p), used, note=policy
+        )
+    if want("performance.ttft_s_low"):
+        v["performance.ttft_s_low"] = q(
+            fast.ttft_s,
+            "s",
+            "TTFT, optimistic",
+            lambda: "all assumptions at the fast end of their range",
+            used,
+        )
+    if want("performance.ttft_s_high"):
+        v["performance.ttft_s_high"] = q(
+            slow.ttft_s,
+            "s",
+            "TTFT, pessimistic",
+            lambda: "all assumptions at the slow end of their range",
+            used,
+        )
     if p.tpot_s is None:
         why = "the model generates no tokens (prefill only)"
         for key, label in (
@@ -60,35 +61,39 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
         ):
             v[key] = null(label, "s" if "tpot" in key else "tokens/s", why)
     else:
-        v["performance.tpot_s"] = q(
-            p.tpot_s,
-            "s",
-            "Time per output token",
-            lambda: _tpot_formula(inp, p, central),
-            used,
-            note=policy + mfu_note,
-        )
-        v["performance.tpot_s_low"] = q(
-            fast.tpot_s,
-            "s",
-            "TPOT, optimistic",
-            lambda: "all assumptions at the fast end of their range",
-            used,
-        )
-        v["performance.tpot_s_high"] = q(
-            slow.tpot_s,
-            "s",
-            "TPOT, pessimistic",
-            lambda: "all assumptions at the slow end of their range",
-            used,
-        )
-        v["performance.tokens_per_s_per_user"] = q(
-            p.tokens_per_s_per_user,
-            "tokens/s",
-            "Output tokens/s per user",
-            lambda: f"1 / TPOT = 1 / {ms(p.tpot_s)}",
-            used,
-        )
+        if want("performance.tpot_s"):
+            v["performance.tpot_s"] = q(
+                p.tpot_s,
+                "s",
+                "Time per output token",
+                lambda: _tpot_formula(inp, p, central),
+                used,
+                note=policy + mfu_note,
+            )
+        if want("performance.tpot_s_low"):
+            v["performance.tpot_s_low"] = q(
+                fast.tpot_s,
+                "s",
+                "TPOT, optimistic",
+                lambda: "all assumptions at the fast end of their range",
+                used,
+            )
+        if want("performance.tpot_s_high"):
+            v["performance.tpot_s_high"] = q(
+                slow.tpot_s,
+                "s",
+                "TPOT, pessimistic",
+                lambda: "all assumptions at the slow end of their range",
+                used,
+            )
+        if want("performance.tokens_per_s_per_user"):
+            v["performance.tokens_per_s_per_user"] = q(
+                p.tokens_per_s_per_user,
+                "tokens/s",
+                "Output tokens/s per user",
+                lambda: f"1 / TPOT = 1 / {ms(p.tpot_s)}",
+                used,
+            )
     v["performance.e2e_latency_s"] = q(
         p.e2e_s,
         "s",
@@ -100,148 +105,162 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
         ),
         used,
     )
-    what = "output" if gen else "input"
-    v["performance.tokens_per_s"] = q(
-        p.tokens_per_s,
-        "tokens/s",
-        f"Throughput ({what} tokens, all GPUs)",
-        lambda: (
-            (
-                f"{inp.dp} replicas x {b} sequences / TPOT {ms(p.tpot_s)}"
-                if p.tpot_s and policy != "static batching"
-                else f"{inp.dp} replicas x {b} x {gen or s} tokens per cycle"
-            )
-            + f" = {p.tokens_per_s:,.0f}"
-        ),
-        used,
-        note=eff_text + mfu_note,
-    )
-    v["performance.tokens_per_s_low"] = q(
-        slow.tokens_per_s,
-        "tokens/s",
-        "Throughput, pessimistic",
-        lambda: "all assumptions at the slow end of their range",
-        used,
-    )
-    v["performance.tokens_per_s_high"] = q(
-        fast.tokens_per_s,
-        "tokens/s",
-        "Throughput, optimistic",
-        lambda: "all assumptions at the fast end of their range",
-        used,
-    )
-    v["performance.tokens_per_s_per_gpu"] = q(
-        p.tokens_per_s_per_gpu,
-        "tokens/s",
-        "Throughput per GPU",
-        lambda: f"{p.tokens_per_s:,.0f} / {p.gpus} GPUs",
-        used,
-    )
-    v["performance.input_tokens_per_s"] = q(
-        p.input_tokens_per_s,
-        "tokens/s",
-        "Prompt tokens processed per second",
-        lambda: f"{p.requests_per_s:.4g} requests/s x {s} prompt tokens",
-        used,
-    )
-    v["performance.requests_per_s"] = q(
-        p.requests_per_s,
-        "requests/s",
-        "Requests completed per second",
-        lambda: (
-            f"{p.tokens_per_s:,.0f} tokens/s / {gen or s} tokens per request"
-            if gen
-            else f"{p.tokens_per_s:,.0f} / {s}"
-        ),
-        used,
-    )
-    v["performance.prefill_s"] = q(
-        p.prefill_s,
-        "s",
-        "Prefill of one prompt",
-        lambda: f"{s} tokens alone on one replica: {_prefill_text(inp)}",
-        used,
-    )
-    v["performance.decode_step_s"] = (
-        q(
-            p.decode_step_s,
-            "s",
-            "One decode step (whole batch)",
-            lambda: f"batch {b}, no prompt stalls",
+    if want("performance.tokens_per_s"):
+        v["performance.tokens_per_s"] = q(
+            p.tokens_per_s,
+            "tokens/s",
+            "Throughput (output tokens, all GPUs)" if gen else "Throughput (input tokens, all GPUs)",
+            lambda: (
+                (
+                    f"{inp.dp} replicas x {b} sequences / TPOT {ms(p.tpot_s)}"
+                    if p.tpot_s and policy != "static batching"
+                    else f"{inp.dp} replicas x {b} x {gen or s} tokens per cycle"
+                )
+                + f" = {p.tokens_per_s:,.0f}"
+            ),
+            used,
+            note=_efficiency_text(central) + mfu_note,
+        )
+    if want("performance.tokens_per_s_low"):
+        v["performance.tokens_per_s_low"] = q(
+            slow.tokens_per_s,
+            "tokens/s",
+            "Throughput, pessimistic",
+            lambda: "all assumptions at the slow end of their range",
             used,
         )
-        if p.decode_step_s is not None
-        else null("One decode step (whole batch)", "s", "the model generates no tokens")
-    )
-    v["performance.prefill_time_fraction"] = q(
-        p.prefill_share,
-        "fraction",
-        "Share of GPU time spent on prompts",
-        lambda: f"{policy}: {p.prefill_share:.3f}",
-        used,
-    )
-    if p.spec_tokens_per_step is None:
-        v["performance.speculative_tokens_per_step"] = null(
-            "Tokens per speculative step", "tokens", "speculative decoding is off"
+    if want("performance.tokens_per_s_high"):
+        v["performance.tokens_per_s_high"] = q(
+            fast.tokens_per_s,
+            "tokens/s",
+            "Throughput, optimistic",
+            lambda: "all assumptions at the fast end of their range",
+            used,
         )
+    if want("performance.tokens_per_s_per_gpu"):
+        v["performance.tokens_per_s_per_gpu"] = q(
+            p.tokens_per_s_per_gpu,
+            "tokens/s",
+            "Throughput per GPU",
+            lambda: f"{p.tokens_per_s:,.0f} / {p.gpus} GPUs",
+            used,
+        )
+    if want("performance.input_tokens_per_s"):
+        v["performance.input_tokens_per_s"] = q(
+            p.input_tokens_per_s,
+            "tokens/s",
+            "Prompt tokens processed per second",
+            lambda: f"{p.requests_per_s:.4g} requests/s x {s} prompt tokens",
+            used,
+        )
+    if want("performance.requests_per_s"):
+        v["performance.requests_per_s"] = q(
+            p.requests_per_s,
+            "requests/s",
+            "Requests completed per second",
+            lambda: (
+                f"{p.tokens_per_s:,.0f} tokens/s / {gen or s} tokens per request"
+                if gen
+                else f"{p.tokens_per_s:,.0f} / {s}"
+            ),
+            used,
+        )
+    if want("performance.prefill_s"):
+        v["performance.prefill_s"] = q(
+            p.prefill_s,
+            "s",
+            "Prefill of one prompt",
+            lambda: f"{s} tokens alone on one replica: {_prefill_text(inp)}",
+            used,
+        )
+    if want("performance.decode_step_s"):
+        v["performance.decode_step_s"] = (
+            q(
+                p.decode_step_s,
+                "s",
+                "One decode step (whole batch)",
+                lambda: f"batch {b}, no prompt stalls",
+                used,
+            )
+            if p.decode_step_s is not None
+            else null("One decode step (whole batch)", "s", "the model generates no tokens")
+        )
+    if want("performance.prefill_time_fraction"):
+        v["performance.prefill_time_fraction"] = q(
+            p.prefill_share,
+            "fraction",
+            "Share of GPU time spent on prompts",
+            lambda: f"{policy}: {p.prefill_share:.3f}",
+            used,
+        )
+    if p.spec_tokens_per_step is None:
+        if want("performance.speculative_tokens_per_step"):
+            v["performance.speculative_tokens_per_step"] = null(
+                "Tokens per speculative step", "tokens", "speculative decoding is off"
+            )
     else:
         k, alpha = inp.spec_tokens, inp.spec_acceptance
-        v["performance.speculative_tokens_per_step"] = q(
-            p.spec_tokens_per_step,
-            "tokens",
-            "Tokens per speculative step",
-            lambda: (
-                f"(1 - {alpha:g}^({k}+1)) / (1 - {alpha:g}) = {p.spec_tokens_per_step:.3f} "
-                "(Leviathan et al. 2023)"
-            ),
-        )
+        if want("performance.speculative_tokens_per_step"):
+            v["performance.speculative_tokens_per_step"] = q(
+                p.spec_tokens_per_step,
+                "tokens",
+                "Tokens per speculative step",
+                lambda: (
+                    f"(1 - {alpha:g}^({k}+1)) / (1 - {alpha:g}) = {p.spec_tokens_per_step:.3f} "
+                    "(Leviathan et al. 2023)"
+                ),
+            )
     if p.prefill_gpus is None:
-        v["performance.disagg_prefill_gpus"] = null(
-            "Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs"
-        )
+        if want("performance.disagg_prefill_gpus"):
+            v["performance.disagg_prefill_gpus"] = null(
+                "Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs"
+            )
     else:
-        v["performance.disagg_prefill_gpus"] = q(
-            p.prefill_gpus,
+        if want("performance.disagg_prefill_gpus"):
+            v["performance.disagg_prefill_gpus"] = q(
+                p.prefill_gpus,
+                "GPUs",
+                "Prefill pool GPUs (disaggregated)",
+                lambda: (
+                    f"ceil({p.requests_per_s:.4g} requests/s x prefill {ms(p.prefill_s)}) replicas x "
+                    f"{inp.tp * inp.pp} GPUs"
+                ),
+                used,
+            )
+    if want("performance.gpus"):
+        v["performance.gpus"] = q(
+            p.gpus,
             "GPUs",
-            "Prefill pool GPUs (disaggregated)",
+            "GPUs the throughput needs",
+            lambda: f"{inp.num_gpus} serving" + (f" + {p.prefill_gpus} prefill" if p.prefill_gpus else ""),
+        )
+    peak_all = p.gpus * inp.peak_flops
+    if want("performance.mfu"):
+        v["performance.mfu"] = q(
+            p.model_flops_per_s / peak_all if peak_all else None,
+            "fraction",
+            "Model FLOPs utilization while serving",
             lambda: (
-                f"ceil({p.requests_per_s:.4g} requests/s x prefill {ms(p.prefill_s)}) replicas x "
-                f"{inp.tp * inp.pp} GPUs"
+                f"{g(p.model_flops_per_s)} FLOP/s (decode + prefill) / ({p.gpus} x {g(inp.peak_flops)} FLOP/s)"
             ),
             used,
         )
-    v["performance.gpus"] = q(
-        p.gpus,
-        "GPUs",
-        "GPUs the throughput needs",
-        lambda: f"{inp.num_gpus} serving" + (f" + {p.prefill_gpus} prefill" if p.prefill_gpus else ""),
-    )
-    peak_all = p.gpus * inp.peak_flops
-    v["performance.mfu"] = q(
-        p.model_flops_per_s / peak_all if peak_all else None,
-        "fraction",
-        "Model FLOPs utilization while serving",
-        lambda: (
-            f"{g(p.model_flops_per_s)} FLOP/s (decode + prefill) / ({p.gpus} x {g(inp.peak_flops)} FLOP/s)"
-        ),
-        used,
-    )
-    v["performance.bound"] = q(
-        p.bound,
-        "",
-        "What bounds serving",
-        lambda: f"largest term of the {'prompt' if p.prefill_share > 0.5 else 'decode'} pass",
-    )
-    v["performance.gpu_utilization"] = q(
-        p.busy,
-        "fraction",
-        "GPU busy fraction",
-        lambda: "time in kernels / time (communication and per-step overhead idle)",
-        used,
-    )
-    why = "inference scenario: no training step"
-    for key in K.keys_for("training"):
-        v[key] = not_applicable(key, why)
+    if want("performance.bound"):
+        v["performance.bound"] = q(
+            p.bound,
+            "",
+            "What bounds serving",
+            lambda: f"largest term of the {'prompt' if p.prefill_share > 0.5 else 'decode'} pass",
+        )
+    if want("performance.gpu_utilization"):
+        v["performance.gpu_utilization"] = q(
+            p.busy,
+            "fraction",
+            "GPU busy fraction",
+            lambda: "time in kernels / time (communication and per-step overhead idle)",
+            used,
+        )
+    v.update(not_applicable_to("training", "inference scenario: no training step"))
 
     if p.fits is False:
         warnings.append(
@@ -256,7 +275,25 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
     return Outputs(v, warnings)
 
 
-# --- training ------------------------------------------------------------------------------
+_EFFICIENCY_TEXT: dict[int, tuple[E.Efficiency, str]] = {}
+
+
+def _efficiency_text(eff: E.Efficiency) -> str:
+    """The efficiencies in words (the throughput's note). Efficiencies come from a cache, so a
+    sweep sees the same few objects: their text is built once per object."""
+    hit = _EFFICIENCY_TEXT.get(id(eff))
+    if hit is not None and hit[0] is eff:
+        return hit[1]
+    text = (
+        f"matmul eff {eff.matmul:g} x tokens/(tokens+{eff.half_tokens:g}), "
+        f"bandwidth eff {eff.bandwidth:g}, overhead {ms(eff.step_overhead_s)}"
+    )
+    if len(_EFFICIENCY_TEXT) > 256:
+        _EFFICIENCY_TEXT.clear()
+    _EFFICIENCY_TEXT[id(eff)] = (eff, text)
+    return text
+
+
 
 
 def _policy(inp: InferenceInputs) -> str:
@@ -320,3 +357,18 @@ def _tpot_formula(inp: InferenceInputs, p: ServePoint, eff: E.Efficiency) -> str
     if p.prefill_share and _policy(inp).startswith("continuous"):
         text += f"; + prompt stalls ({p.prefill_share:.1%} of time)"
     return text + f" = {ms(p.tpot_s)}"
+
+
+def _always(key: str) -> bool:
+    return True
+
+
+#: The keys read from the pessimistic and optimistic runs of the serving model.
+_BOUND_KEYS = (
+    "performance.ttft_s_low",
+    "performance.ttft_s_high",
+    "performance.tpot_s_low",
+    "performance.tpot_s_high",
+    "performance.tokens_per_s_low",
+    "performance.tokens_per_s_high",
+)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from types import MappingProxyType
 
 from workbench.core.scenario import Scenario
-from workbench.engine.quantity import Quantity, Warning, q
+from workbench.engine.quantity import FixedQuantity, Quantity, Warning
 from workbench_performance import keys as K
 
 
@@ -21,13 +23,32 @@ def lazy(text: str) -> Callable[[], str]:
     return lambda: text
 
 
+@lru_cache(maxsize=256)
 def null(label: str, unit: str, why: str) -> Quantity:
-    return q(None, unit, label, lambda: why, note=why)
+    """No value, with the reason as formula and note: a handful of fixed texts, so each is built
+    once and shared (read-only :class:`~workbench.engine.quantity.FixedQuantity`)."""
+    return FixedQuantity(None, unit, label, why, note=why)
 
 
 def not_applicable(key: str, why: str) -> Quantity:
     """A key that does not apply to this workload: value None, with the reason as note."""
     return null(K.LABELS.get(key, key), K.unit(key), why)
+
+
+@lru_cache(maxsize=None)
+def not_applicable_to(workload: str, why: str) -> Mapping[str, Quantity]:
+    """Every key that applies only to ``workload``, as :func:`not_applicable` says it, built once.
+
+    The quantities are shared by every estimate that lacks them (read-only
+    :class:`~workbench.engine.quantity.FixedQuantity`, formula = the reason), so an estimate adds
+    them with one ``dict.update`` in key order instead of building 15 objects.
+    """
+    return MappingProxyType(
+        {
+            key: FixedQuantity(None, K.unit(key), K.LABELS.get(key, key), why, note=why)
+            for key in K.keys_for(workload)
+        }
+    )
 
 
 def idle_gpus(sc: Scenario, warnings: list[Warning]) -> None:

@@ -28,7 +28,9 @@ from workbench_performance.communication import CommLayout, forward_comm, gradie
 from workbench_performance.efficiency import Efficiency
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class TrainingInputs:
     peak_flops: float
     bandwidth: float
@@ -53,7 +55,9 @@ class TrainingInputs:
     comm: CommLayout
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
+# build); nothing writes to one after it is built.
+@dataclass(slots=True)
 class TrainStep:
     step_s: float
     compute_s: float  # per GPU, all micro-batches

@@ -6,9 +6,8 @@ from workbench.core.scenario import Offload
 from workbench.engine.estimator import EstimateContext
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_performance import efficiency as E
-from workbench_performance import keys as K
 from workbench_performance.inputs import Source, training_inputs
-from workbench_performance.text import g, idle_gpus, not_applicable, null
+from workbench_performance.text import g, idle_gpus, not_applicable_to, null
 from workbench_performance.training import TrainingInputs, TrainStep, train_step
 
 
@@ -19,9 +18,12 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
     narrow = src.narrow
     central, low, high = E.efficiencies(ctx.assumptions, training=True, narrow=narrow)
     inp = training_inputs(src)
+    # A run for a few keys (a sweep) builds only those, and the bounds only if one is asked for.
+    want = _always if ctx.wanted is None else ctx.wanted.__contains__
     t = train_step(inp, central)
-    slow = train_step(inp, low)
-    fast = train_step(inp, high)
+    bounds = any(map(want, _BOUND_KEYS))
+    slow = train_step(inp, low) if bounds else None
+    fast = train_step(inp, high) if bounds else None
     used = E.assumption_ids(training=True, narrow=narrow)
     v: dict[str, Quantity] = {}
     warnings: list[Warning] = []
@@ -29,153 +31,172 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
     m = inp.microbatches
     mfu_note = f"step time from --mfu {sc.mfu:g}" if t.overridden else ""
 
-    v["performance.step_time_s"] = q(
-        t.step_s, "s", "Optimizer step time", lambda: _step_formula(inp, t), used, note=mfu_note
-    )
-    v["performance.step_time_s_low"] = q(
-        fast.step_s,
-        "s",
-        "Step time, optimistic",
-        lambda: "all assumptions at the fast end of their range",
-        used,
-    )
-    v["performance.step_time_s_high"] = q(
-        slow.step_s,
-        "s",
-        "Step time, pessimistic",
-        lambda: "all assumptions at the slow end of their range",
-        used,
-    )
-    v["performance.tokens_per_s"] = q(
-        t.tokens_per_s,
-        "tokens/s",
-        "Training throughput (tokens, all GPUs)",
-        lambda: f"{inp.tokens_step:,.0f} tokens per step / {t.step_s:.4g} s",
-        used,
-    )
-    v["performance.tokens_per_s_low"] = q(
-        slow.tokens_per_s,
-        "tokens/s",
-        "Throughput, pessimistic",
-        lambda: "all assumptions at the slow end of their range",
-        used,
-    )
-    v["performance.tokens_per_s_high"] = q(
-        fast.tokens_per_s,
-        "tokens/s",
-        "Throughput, optimistic",
-        lambda: "all assumptions at the fast end of their range",
-        used,
-    )
-    v["performance.tokens_per_s_per_gpu"] = q(
-        t.tokens_per_s / inp.world,
-        "tokens/s",
-        "Throughput per GPU",
-        lambda: f"{t.tokens_per_s:,.0f} / {inp.world} GPUs",
-        used,
-    )
-    v["performance.mfu"] = q(
-        t.mfu,
-        "fraction",
-        "Model FLOPs utilization (MFU)",
-        lambda: (
-            f"(forward + backward) {g(inp.model_flops_step)} FLOP per step / ({inp.world} "
-            f"GPUs x {g(inp.peak_flops)} FLOP/s x {t.step_s:.4g} s) (PaLM, Chowdhery et al. 2022, "
-            "app. B)"
-        ),
-        used,
-    )
-    v["performance.hfu"] = q(
-        t.hfu,
-        "fraction",
-        "Hardware FLOPs utilization (HFU)",
-        lambda: (
-            f"(forward + backward + recompute) {g(inp.hardware_flops_step)} FLOP / ({inp.world}"
-            f" x {g(inp.peak_flops)} x {t.step_s:.4g} s)"
-        ),
-        used,
-    )
-    v["performance.compute_s"] = q(
-        t.compute_s,
-        "s",
-        "Compute per step (one GPU)",
-        lambda: (
-            f"{m} micro-batches x (forward {g(inp.fwd_flops)} + backward "
-            f"{g(inp.bwd_flops)} + recompute {g(inp.recompute_flops)} FLOP) / "
-            f"({g(inp.peak_flops)} FLOP/s x {central.matmul_at(inp.tokens_mb):.3f})"
-        ),
-        used,
-    )
-    v["performance.pipeline_bubble_fraction"] = q(
-        t.bubble_fraction,
-        "fraction",
-        "Pipeline bubble",
-        lambda: (
-            f"(p - 1) / ({'v x ' if inp.virtual_stages > 1 else ''}m) = ({par.pp} - 1) / "
-            f"({str(inp.virtual_stages) + ' x ' if inp.virtual_stages > 1 else ''}{m}) "
-            f"[{par.pipeline_schedule.value}; Narayanan et al. 2021]"
-        ),
-    )
-    v["performance.pipeline_bubble_s"] = q(
-        t.bubble_s,
-        "s",
-        "Pipeline bubble per step",
-        lambda: f"{m} x micro-batch time x {t.bubble_fraction:.4g}",
-        used,
-    )
+    if want("performance.step_time_s"):
+        v["performance.step_time_s"] = q(
+            t.step_s, "s", "Optimizer step time", lambda: _step_formula(inp, t), used, note=mfu_note
+        )
+    if want("performance.step_time_s_low"):
+        v["performance.step_time_s_low"] = q(
+            fast.step_s,
+            "s",
+            "Step time, optimistic",
+            lambda: "all assumptions at the fast end of their range",
+            used,
+        )
+    if want("performance.step_time_s_high"):
+        v["performance.step_time_s_high"] = q(
+            slow.step_s,
+            "s",
+            "Step time, pessimistic",
+            lambda: "all assumptions at the slow end of their range",
+            used,
+        )
+    if want("performance.tokens_per_s"):
+        v["performance.tokens_per_s"] = q(
+            t.tokens_per_s,
+            "tokens/s",
+            "Training throughput (tokens, all GPUs)",
+            lambda: f"{inp.tokens_step:,.0f} tokens per step / {t.step_s:.4g} s",
+            used,
+        )
+    if want("performance.tokens_per_s_low"):
+        v["performance.tokens_per_s_low"] = q(
+            slow.tokens_per_s,
+            "tokens/s",
+            "Throughput, pessimistic",
+            lambda: "all assumptions at the slow end of their range",
+            used,
+        )
+    if want("performance.tokens_per_s_high"):
+        v["performance.tokens_per_s_high"] = q(
+            fast.tokens_per_s,
+            "tokens/s",
+            "Throughput, optimistic",
+            lambda: "all assumptions at the fast end of their range",
+            used,
+        )
+    if want("performance.tokens_per_s_per_gpu"):
+        v["performance.tokens_per_s_per_gpu"] = q(
+            t.tokens_per_s / inp.world,
+            "tokens/s",
+            "Throughput per GPU",
+            lambda: f"{t.tokens_per_s:,.0f} / {inp.world} GPUs",
+            used,
+        )
+    if want("performance.mfu"):
+        v["performance.mfu"] = q(
+            t.mfu,
+            "fraction",
+            "Model FLOPs utilization (MFU)",
+            lambda: (
+                f"(forward + backward) {g(inp.model_flops_step)} FLOP per step / ({inp.world} "
+                f"GPUs x {g(inp.peak_flops)} FLOP/s x {t.step_s:.4g} s) (PaLM, Chowdhery et al. 2022, "
+                "app. B)"
+            ),
+            used,
+        )
+    if want("performance.hfu"):
+        v["performance.hfu"] = q(
+            t.hfu,
+            "fraction",
+            "Hardware FLOPs utilization (HFU)",
+            lambda: (
+                f"(forward + backward + recompute) {g(inp.hardware_flops_step)} FLOP / ({inp.world}"
+                f" x {g(inp.peak_flops)} x {t.step_s:.4g} s)"
+            ),
+            used,
+        )
+    if want("performance.compute_s"):
+        v["performance.compute_s"] = q(
+            t.compute_s,
+            "s",
+            "Compute per step (one GPU)",
+            lambda: (
+                f"{m} micro-batches x (forward {g(inp.fwd_flops)} + backward "
+                f"{g(inp.bwd_flops)} + recompute {g(inp.recompute_flops)} FLOP) / "
+                f"({g(inp.peak_flops)} FLOP/s x {central.matmul_at(inp.tokens_mb):.3f})"
+            ),
+            used,
+        )
+    if want("performance.pipeline_bubble_fraction"):
+        v["performance.pipeline_bubble_fraction"] = q(
+            t.bubble_fraction,
+            "fraction",
+            "Pipeline bubble",
+            lambda: (
+                f"(p - 1) / ({'v x ' if inp.virtual_stages > 1 else ''}m) = ({par.pp} - 1) / "
+                f"({str(inp.virtual_stages) + ' x ' if inp.virtual_stages > 1 else ''}{m}) "
+                f"[{par.pipeline_schedule.value}; Narayanan et al. 2021]"
+            ),
+        )
+    if want("performance.pipeline_bubble_s"):
+        v["performance.pipeline_bubble_s"] = q(
+            t.bubble_s,
+            "s",
+            "Pipeline bubble per step",
+            lambda: f"{m} x micro-batch time x {t.bubble_fraction:.4g}",
+            used,
+        )
     rec_share = (
         inp.recompute_flops / (inp.fwd_flops + inp.bwd_flops) if inp.fwd_flops + inp.bwd_flops else 0.0
     )
-    v["performance.recompute_overhead_fraction"] = q(
-        rec_share,
-        "fraction",
-        "Recompute cost (share of model FLOPs)",
-        lambda: (
-            f"recompute {sc.recompute.value}: {g(inp.recompute_flops)} / {g(inp.fwd_flops + inp.bwd_flops)}"
-        ),
-    )
-    v["performance.comm_exposed_s"] = q(
-        t.comm_s,
-        "s",
-        "Exposed communication per step",
-        lambda: (
-            f"TP/EP {t.tp_ep_s:.4g} s (overlap {central.tp_overlap:g}) + PP sends {t.pp_s:.4g} s + DP "
-            f"{t.dp_s:.4g} s - hidden {t.dp_s - t.dp_exposed_s:.4g} s"
-        ),
-        used,
-    )
-    v["performance.optimizer_s"] = q(
-        t.optimizer_s,
-        "s",
-        "Optimizer update per step",
-        lambda: (
-            (f"{g(inp.optimizer_bytes)} B read+written / ({g(inp.bandwidth)} B/s x {central.bandwidth:g})")
-            if not inp.offload_bytes
-            else f"{g(inp.offload_bytes)} B over PCIe ({inp.pcie_gbps:g} GB/s)"
-        ),
-        used,
-    )
-    v["performance.microbatches"] = q(
-        m,
-        "count",
-        "Micro-batches per step (gradient accumulation)",
-        lambda: f"global batch / (micro-batch {sc.batch_size} x DP {par.dp}) = {m}",
-    )
-    v["performance.gpus"] = q(
-        inp.world, "GPUs", "GPUs computing", lambda: f"TP {par.tp} x PP {par.pp} x DP {par.dp}"
-    )
-    v["performance.bound"] = q(
-        t.bound,
-        "",
-        "What bounds the step",
-        lambda: (
-            f"largest of compute {t.compute_s:.4g} s, communication {t.comm_s:.4g} s, "
-            f"bubble {t.bubble_s:.4g} s, optimizer {t.optimizer_s:.4g} s"
-        ),
-    )
-    v["performance.gpu_utilization"] = q(
-        t.busy, "fraction", "GPU busy fraction", lambda: "(compute + optimizer) / step time", used
-    )
+    if want("performance.recompute_overhead_fraction"):
+        v["performance.recompute_overhead_fraction"] = q(
+            rec_share,
+            "fraction",
+            "Recompute cost (share of model FLOPs)",
+            lambda: (
+                f"recompute {sc.recompute.value}: {g(inp.recompute_flops)} / {g(inp.fwd_flops + inp.bwd_flops)}"
+            ),
+        )
+    if want("performance.comm_exposed_s"):
+        v["performance.comm_exposed_s"] = q(
+            t.comm_s,
+            "s",
+            "Exposed communication per step",
+            lambda: (
+                f"TP/EP {t.tp_ep_s:.4g} s (overlap {central.tp_overlap:g}) + PP sends {t.pp_s:.4g} s + DP "
+                f"{t.dp_s:.4g} s - hidden {t.dp_s - t.dp_exposed_s:.4g} s"
+            ),
+            used,
+        )
+    if want("performance.optimizer_s"):
+        v["performance.optimizer_s"] = q(
+            t.optimizer_s,
+            "s",
+            "Optimizer update per step",
+            lambda: (
+                (f"{g(inp.optimizer_bytes)} B read+written / ({g(inp.bandwidth)} B/s x {central.bandwidth:g})")
+                if not inp.offload_bytes
+                else f"{g(inp.offload_bytes)} B over PCIe ({inp.pcie_gbps:g} GB/s)"
+            ),
+            used,
+        )
+    if want("performance.microbatches"):
+        v["performance.microbatches"] = q(
+            m,
+            "count",
+            "Micro-batches per step (gradient accumulation)",
+            lambda: f"global batch / (micro-batch {sc.batch_size} x DP {par.dp}) = {m}",
+        )
+    if want("performance.gpus"):
+        v["performance.gpus"] = q(
+            inp.world, "GPUs", "GPUs computing", lambda: f"TP {par.tp} x PP {par.pp} x DP {par.dp}"
+        )
+    if want("performance.bound"):
+        v["performance.bound"] = q(
+            t.bound,
+            "",
+            "What bounds the step",
+            lambda: (
+                f"largest of compute {t.compute_s:.4g} s, communication {t.comm_s:.4g} s, "
+                f"bubble {t.bubble_s:.4g} s, optimizer {t.optimizer_s:.4g} s"
+            ),
+        )
+    if want("performance.gpu_utilization"):
+        v["performance.gpu_utilization"] = q(
+            t.busy, "fraction", "GPU busy fraction", lambda: "(compute + optimizer) / step time", used
+        )
     tokens = sc.train_tokens
     if tokens is None:
         why = "set --train-tokens to get the time of a run"
@@ -188,33 +209,35 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
             v[key] = null(label, unit, why)
     else:
         seconds = tokens / t.tokens_per_s
-        v["performance.train_time_s"] = q(
-            seconds,
-            "s",
-            "Time to train",
-            lambda: f"{tokens:.4g} tokens / {t.tokens_per_s:,.0f} tokens/s",
-            used,
-        )
-        v["performance.train_time_days"] = q(
-            seconds / 86400, "days", "Time to train", lambda: f"{seconds:,.0f} s / 86,400", used
-        )
-        v["performance.train_time_days_low"] = q(
-            tokens / fast.tokens_per_s / 86400,
-            "days",
-            "Time to train, optimistic",
-            lambda: "all assumptions at the fast end of their range",
-            used,
-        )
-        v["performance.train_time_days_high"] = q(
-            tokens / slow.tokens_per_s / 86400,
-            "days",
-            "Time to train, pessimistic",
-            lambda: "all assumptions at the slow end of their range",
-            used,
-        )
-    why = "training scenario: no serving latency"
-    for key in K.keys_for("inference"):
-        v[key] = not_applicable(key, why)
+        if want("performance.train_time_s"):
+            v["performance.train_time_s"] = q(
+                seconds,
+                "s",
+                "Time to train",
+                lambda: f"{tokens:.4g} tokens / {t.tokens_per_s:,.0f} tokens/s",
+                used,
+            )
+        if want("performance.train_time_days"):
+            v["performance.train_time_days"] = q(
+                seconds / 86400, "days", "Time to train", lambda: f"{seconds:,.0f} s / 86,400", used
+            )
+        if want("performance.train_time_days_low"):
+            v["performance.train_time_days_low"] = q(
+                tokens / fast.tokens_per_s / 86400,
+                "days",
+                "Time to train, optimistic",
+                lambda: "all assumptions at the fast end of their range",
+                used,
+            )
+        if want("performance.train_time_days_high"):
+            v["performance.train_time_days_high"] = q(
+                tokens / slow.tokens_per_s / 86400,
+                "days",
+                "Time to train, pessimistic",
+                lambda: "all assumptions at the slow end of their range",
+                used,
+            )
+    v.update(not_applicable_to("inference", "training scenario: no serving latency"))
 
     if par.pp > 1 and m < par.pp:
         warnings.append(
@@ -260,3 +283,18 @@ def _step_formula(inp: TrainingInputs, t: TrainStep) -> str:
         f"compute {t.compute_s:.4g} + comm {t.comm_s:.4g} + bubble {t.bubble_s:.4g} + optimizer "
         f"{t.optimizer_s:.4g} = {t.step_s:.4g} s"
     )
+
+
+def _always(key: str) -> bool:
+    return True
+
+
+#: The keys read from the pessimistic and optimistic runs of the step model.
+_BOUND_KEYS = (
+    "performance.step_time_s_low",
+    "performance.step_time_s_high",
+    "performance.tokens_per_s_low",
+    "performance.tokens_per_s_high",
+    "performance.train_time_days_low",
+    "performance.train_time_days_high",
+)

@@ -27,19 +27,37 @@ class Assumption:
 
 
 class AssumptionSet:
-    """Registered assumptions plus a scenario's overrides; records which ones were read."""
+    """Registered assumptions plus a scenario's overrides; records which ones were read.
 
-    __slots__ = ("_defs", "_overrides", "used")
+    Estimators read a dozen assumptions per estimate, thousands of estimates per sweep, so a read
+    is one dict lookup: ``defaults`` (id -> default, built once by the engine) is shared by every
+    set without overrides, and merged with the overrides otherwise. Never write to it.
+    """
 
-    def __init__(self, definitions: Mapping[str, Assumption], overrides: Mapping[str, float]) -> None:
+    __slots__ = ("_defs", "_overrides", "_values", "used")
+
+    def __init__(
+        self,
+        definitions: Mapping[str, Assumption],
+        overrides: Mapping[str, float],
+        defaults: Mapping[str, float] | None = None,
+    ) -> None:
         self._defs = definitions
         self._overrides = overrides
+        if defaults is None:
+            defaults = default_values(definitions)
+        self._values = {**defaults, **overrides} if overrides else defaults
         self.used: set[str] = set()
 
     def __getitem__(self, ident: str) -> float:
         self.used.add(ident)
-        value = self._overrides.get(ident)
-        return self._defs[ident].default if value is None else value
+        return self._values[ident]
+
+    def read(self, idents: tuple[str, ...]) -> tuple[float, ...]:
+        """Several values at once (recorded as read), for estimators that read a fixed group."""
+        self.used.update(idents)
+        values = self._values
+        return tuple([values[i] for i in idents])
 
     def is_overridden(self, ident: str) -> bool:
         return ident in self._overrides
@@ -56,3 +74,8 @@ def index_assumptions(groups: Iterable[Iterable[Assumption]]) -> dict[str, Assum
                 raise ValueError(f"assumption id '{assumption.id}' is defined twice, differently")
             table[assumption.id] = assumption
     return table
+
+
+def default_values(definitions: Mapping[str, Assumption]) -> dict[str, float]:
+    """id -> default of every definition (what an :class:`AssumptionSet` reads without overrides)."""
+    return {ident: a.default for ident, a in definitions.items()}

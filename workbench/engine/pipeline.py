@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 from graphlib import CycleError, TopologicalSorter
 
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
-from workbench.engine.assumptions import Assumption, AssumptionSet, index_assumptions
+from workbench.engine.assumptions import Assumption, AssumptionSet, default_values, index_assumptions
 from workbench.engine.estimate import Estimate
-from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator
-from workbench.engine.quantity import EstimatorFailure, Quantity
+from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator, needs_by_key
+from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity, Warning
+
+#: Value types accepted without a closer look (any other Quantity subclass is checked one by one).
+_QUANTITY_TYPES = frozenset({Quantity, FixedQuantity})
+#: One planned estimator: itself, its needs, and its declared keys as a set (built once per plan).
+_Step = tuple[Estimator, frozenset[str], frozenset[str]]
 
 
 class EngineSetupError(ValueError):
@@ -27,7 +33,9 @@ class Engine:
         accepted = self._accept(estimators)
         self.estimators: tuple[Estimator, ...] = self._order(accepted)
         self.assumptions: dict[str, Assumption] = index_assumptions(e.info.assumptions for e in self.estimators)
+        self._defaults = default_values(self.assumptions)
         self._plans: dict[frozenset[str], tuple[Estimator, ...]] = {}
+        self._steps: dict[Any, tuple[tuple[_Step, ...], frozenset[str] | None]] = {}
         self._param_cache: dict[int, tuple[ModelArchitecture, ParameterCount]] = {}
 
     def _accept(self, estimators: Sequence[Estimator]) -> list[Estimator]:
@@ -42,6 +50,17 @@ class Engine:
                 continue
             if info.id in ids:
                 self.rejected.append(EstimatorFailure(info.id, "another estimator has the same id"))
+                continue
+            by_key = needs_by_key(est)
+            odd = [
+                k for k, reads in by_key.items() if k not in info.produces or not set(reads) <= set(info.needs)
+            ]
+            if odd:
+                self.rejected.append(
+                    EstimatorFailure(
+                        info.id, f"needs_by_key: {odd[0]} is not produced, or reads beyond needs"
+                    )
+                )
                 continue
             clash = [k for k in info.produces if k in producers]
             if clash:
@@ -110,54 +129,108 @@ class Engine:
         self._param_cache[id(model)] = (model, counts)
         return counts
 
+    def _steps_for(self, wanted: Iterable[str] | None) -> tuple[tuple[_Step, ...], frozenset[str] | None]:
+        """The plan with each estimator's needs and keys as sets, and the keys the run must
+        produce (``wanted`` plus every need of a planned estimator; None: all), cached per ``wanted``
+        (a sweep passes the same tuple for every point)."""
+        key = wanted if wanted is None or isinstance(wanted, (tuple, frozenset)) else frozenset(wanted)
+        found = self._steps.get(key)
+        if found is None:
+            if key is None:
+                steps = tuple(
+                    (est, frozenset(est.info.needs), frozenset(est.info.produces)) for est in self.estimators
+                )
+                found = (steps, None)
+            else:
+                found = self._narrow_plan(frozenset(key))
+            self._steps[key] = found
+        return found
+
+    def _narrow_plan(self, wanted: frozenset[str]) -> tuple[tuple[_Step, ...], frozenset[str]]:
+        """Steps and needed keys of a run for ``wanted``: walking the plan backwards, each estimator
+        is asked only for the keys later ones read (``needs_by_key`` narrows what those read); one
+        asked for nothing is left out."""
+        needed = set(wanted)
+        reads_of: dict[str, frozenset[str]] = {}
+        for est in reversed(self.plan(wanted)):
+            info = est.info
+            by_key = needs_by_key(est)
+            asked = [k for k in info.produces if k in needed]
+            if asked:
+                reads = frozenset(r for k in asked for r in by_key.get(k, info.needs))
+                reads_of[info.id] = reads
+                needed |= reads
+        steps = tuple(
+            (est, reads_of[est.info.id], frozenset(est.info.produces))
+            for est in self.plan(wanted)
+            if est.info.id in reads_of
+        )
+        return steps, frozenset(needed)
+
     def run(self, resolved: ResolvedScenario, wanted: Iterable[str] | None = None) -> Estimate:
         """Estimate one scenario. An estimator that raises is recorded; the rest still run.
 
-        ``wanted`` limits the run to the estimators those keys need (sweeps, solvers).
+        ``wanted`` limits the run to the estimators those keys need (sweeps, solvers), and tells
+        them which keys are needed (:attr:`EstimateContext.wanted`): other keys may be missing and
+        warnings incomplete, so pass it only when the values of those keys are all you read.
         """
         scenario = resolved.scenario
-        assumptions = AssumptionSet(self.assumptions, scenario.assumptions)
+        overrides = scenario.assumptions
+        assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
+        values: dict[str, Quantity] = {}
+        steps, needed = self._steps_for(wanted)
         ctx = EstimateContext(
-            scenario=scenario,
-            model=resolved.model,
-            cluster=resolved.cluster,
-            params=self._parameters(resolved.model),
-            assumptions=assumptions,
+            scenario,
+            resolved.model,
+            resolved.cluster,
+            self._parameters(resolved.model),
+            assumptions,
+            values,
+            needed,
         )
-        estimate = Estimate(resolved=resolved, values=ctx.values, assumptions=assumptions)
+        estimate = Estimate(resolved, values, assumptions)
+        warnings = estimate.warnings
         failed_keys: set[str] = set()
-        for est in self.plan(wanted):
-            info = est.info
-            blocked = [k for k in info.needs if k not in ctx.values]
-            if blocked:
-                reason = "failed" if blocked[0] in failed_keys else "was not produced"
-                estimate.failures.append(EstimatorFailure(info.id, f"skipped: {blocked[0]} {reason}"))
-                failed_keys.update(info.produces)
+        for est, needs, produces in steps:
+            if needs and not values.keys() >= needs:
+                info = est.info
+                blocked = next(k for k in info.needs if k in needs and k not in values)
+                reason = "failed" if blocked in failed_keys else "was not produced"
+                estimate.failures.append(EstimatorFailure(info.id, f"skipped: {blocked} {reason}"))
+                failed_keys.update(produces)
                 continue
             try:
                 out = est.estimate(ctx)
-                self._check_outputs(info.id, info.produces, out.values)
+                self._check_outputs(est.info.id, produces, out.values)
             except Exception as exc:  # noqa: BLE001 - isolation is the point: one plugin never stops the rest
-                estimate.failures.append(EstimatorFailure(info.id, f"{type(exc).__name__}: {exc}"))
-                failed_keys.update(info.produces)
+                estimate.failures.append(EstimatorFailure(est.info.id, f"{type(exc).__name__}: {exc}"))
+                failed_keys.update(produces)
                 continue
-            ctx.values.update(out.values)
-            estimate.warnings.extend(out.warnings)
-        unknown = [k for k in scenario.assumptions if k not in self.assumptions]
-        if unknown:
-            from workbench.engine.quantity import Warning
-
-            estimate.warnings.append(
-                Warning("unknown-assumption", f"assumption '{unknown[0]}' is not used by any estimator",
-                        fix="check `gpu-workbench estimate --explain` for the assumption ids")
-            )
+            values.update(out.values)
+            if out.warnings:
+                warnings.extend(out.warnings)
+        if overrides:
+            unknown = [k for k in overrides if k not in self.assumptions]
+            if unknown:
+                warnings.append(
+                    Warning("unknown-assumption", f"assumption '{unknown[0]}' is not used by any estimator",
+                            fix="check `gpu-workbench estimate --explain` for the assumption ids")
+                )
         return estimate
 
     @staticmethod
-    def _check_outputs(ident: str, produces: tuple[str, ...], values: dict[str, Quantity]) -> None:
-        declared = set(produces)
+    def _check_outputs(ident: str, produces: frozenset[str], values: dict[str, Quantity]) -> None:
+        """Refuse undeclared keys and non-Quantity values.
+
+        The common case (all fine) is decided by a set comparison and the set of value types,
+        both in C; only a bad result walks the values to name the first offender.
+        """
+        if values.keys() <= produces and set(map(type, values.values())) <= _QUANTITY_TYPES:
+            return
+        if values.keys() <= produces and all(isinstance(quantity, Quantity) for quantity in values.values()):
+            return  # subclasses of Quantity of a plugin's own
         for key, quantity in values.items():
-            if key not in declared:
+            if key not in produces:
                 raise TypeError(f"{ident} returned undeclared result {key!r}")
             if not isinstance(quantity, Quantity):
                 raise TypeError(f"{ident} returned {type(quantity).__name__} for {key!r}, not a Quantity")

@@ -13,16 +13,34 @@ Value = float | int | bool | str | None
 FormulaSource = str | Callable[[], str] | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Quantity:
     """One result: ``value`` in ``unit``, how it was computed, and which assumptions it used."""
 
     value: Value
-    unit: str = ""
-    label: str = ""
-    _formula: FormulaSource = None
-    assumptions: tuple[str, ...] = ()
-    note: str = ""
+    unit: str
+    label: str
+    _formula: FormulaSource
+    assumptions: tuple[str, ...]
+    note: str
+
+    # Written out rather than generated so that ``q`` can be the class itself: estimators build
+    # about a hundred quantities per estimate, and a wrapper call each shows in sweeps.
+    def __init__(
+        self,
+        value: Value,
+        unit: str = "",
+        label: str = "",
+        formula: FormulaSource = None,
+        assumptions: tuple[str, ...] = (),
+        note: str = "",
+    ) -> None:
+        self.value = value
+        self.unit = unit
+        self.label = label
+        self._formula = formula
+        self.assumptions = assumptions
+        self.note = note
 
     @property
     def formula(self) -> str:
@@ -42,16 +60,53 @@ class Quantity:
         }
 
 
-def q(
-    value: Value,
-    unit: str = "",
-    label: str = "",
-    formula: FormulaSource = None,
-    assumptions: tuple[str, ...] = (),
-    note: str = "",
-) -> Quantity:
-    """Shorthand used by estimators: ``q(bytes_, "B", "Weights", lambda: f"{n} x {b} B")``."""
-    return Quantity(value, unit, label, formula, assumptions, note)
+#: Shorthand used by estimators: ``q(bytes_, "B", "Weights", lambda: f"{n} x {b} B")``.
+q = Quantity
+
+_FIELDS = ("value", "unit", "label", "_formula", "assumptions", "note")
+
+
+class FixedQuantity(Quantity):
+    """A quantity that never changes, so one instance can sit in many estimates.
+
+    For results that read the same in every estimate where they occur ("does not apply to
+    inference", with the reason): an estimator builds them once and adds them with one
+    ``dict.update`` instead of building a dozen objects per estimate. The formula is final text
+    (nothing to render, so reading it writes nothing) and any assignment raises.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        value: Value,
+        unit: str = "",
+        label: str = "",
+        formula: str = "",
+        assumptions: tuple[str, ...] = (),
+        note: str = "",
+    ) -> None:
+        if not isinstance(formula, str):
+            raise TypeError("a FixedQuantity's formula is final text: shared ones are never rendered in place")
+        for name, field_value in zip(_FIELDS, (value, unit, label, formula, assumptions, note)):
+            object.__setattr__(self, name, field_value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a shared quantity is read-only (tried to set {name})")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"a shared quantity is read-only (tried to delete {name})")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (FixedQuantity, tuple(getattr(self, name) for name in _FIELDS))
+
+    def __eq__(self, other: object) -> bool:
+        # Equal to a plain Quantity with the same fields, as two plain ones are.
+        if not isinstance(other, Quantity):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking like Quantity: unhashable too
 
 
 @dataclass(frozen=True, slots=True)

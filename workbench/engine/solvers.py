@@ -3,6 +3,7 @@ and the parallel layouts that fit a GPU count, best first."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.core.resolved import ResolvedScenario
@@ -129,3 +130,327 @@ def largest_fitting(
     return lo, best
 
 
+# --- sizing searches for comparisons and inverse questions ----------------------------------------
+#
+# ``min_gpus`` above runs every layout of every count in full. The searches below visit the same GPU
+# counts in the same order and rank layouts the same way, but decide fit with memory-only runs (about
+# a fifth of a full estimate) and skip layouts the plan cannot run as given: a guard-rail of severity
+# "error" (TP not dividing the heads, ...) or a DP degree that does not divide the global batch.
+
+#: The memory-only plan: what decides whether a layout fits.
+_FIT_KEYS = ("memory.fits",)
+
+
+def gpu_counts(gpus_per_node: int, max_gpus: int = MAX_GPUS) -> list[int]:
+    """The GPU counts the searches try, in order: 1, 2, 4, ... up to a node, then whole nodes
+    (in steps that grow with the job, as :func:`min_gpus` takes them)."""
+    counts, n = [], 1
+    while n <= max_gpus:
+        counts.append(n)
+        n = n * 2 if n < gpus_per_node else n + gpus_per_node * max(1, n // (gpus_per_node * 4))
+    return counts
+
+
+def _divisors_of(n: int) -> list[int]:
+    small, large = [], []
+    i = 1
+    while i * i <= n:
+        if n % i == 0:
+            small.append(i)
+            if i * i != n:
+                large.append(n // i)
+        i += 1
+    return small + large[::-1]
+
+
+def runnable(estimate: Estimate) -> bool:
+    """Fits in memory and no guard-rail says the plan cannot run as given."""
+    if not estimate.get("memory.fits"):
+        return False
+    return not any(w.severity == "error" for w in estimate.warnings)
+
+
+def _rank(layout: Layout) -> tuple[float, ...]:
+    """:func:`layouts`' order: fitting, fastest, least model parallelism, TP before PP, headroom."""
+    speed = layout.estimate.get("performance.tokens_per_s")
+    headroom = layout.estimate.get("memory.headroom") or 0.0
+    return (
+        0 if layout.fits else 1,
+        -float(speed) if isinstance(speed, (int, float)) else 0.0,
+        layout.tp * layout.pp,
+        layout.pp,
+        -float(headroom),
+    )
+
+
+class LayoutSearch:
+    """The runnable layouts of one resolved scenario at any GPU count, memoized.
+
+    Memory per GPU depends on DP only through ZeRO sharding and the DP group's buffers (training
+    with DP > 1), so without ZeRO one memory-only run answers for a TP x PP x EP shape at every
+    count (the workbench_memory sharding model; the tests hold this against brute force). Layouts
+    that fit are ranked on runs limited to :data:`RANK_KEYS`; only the best is run in full, to
+    check the guard-rails.
+
+    ``shared`` lets searches of one scenario on several accelerators share the memory each shape
+    needs (``memory.per_gpu.total`` does not depend on the accelerator; whether it fits is
+    ``total <= memory.usable_capacity``). A search checks both on its own runs and stops sharing
+    the moment either does not hold.
+    """
+
+    def __init__(
+        self, engine: Engine, resolved: ResolvedScenario, shared: dict[tuple[int, ...], float] | None = None
+    ) -> None:
+        self.engine = engine
+        self.resolved = resolved
+        self._shared = shared
+        self._usable: float | None = None
+        self._fit: dict[tuple[int, ...], bool] = {}
+        self._ranked: dict[int, list[Layout]] = {}
+        self._full: dict[tuple[int, int, int], Estimate] = {}
+
+    def _scenario(self, n: int, tp: int, pp: int) -> Scenario:
+        base = self.resolved.scenario
+        dp = n // (tp * pp)
+        ep = base.parallel.ep if (dp * tp) % base.parallel.ep == 0 else 1
+        changes = {"num_gpus": n, "parallel.tp": tp, "parallel.pp": pp, "parallel.dp": dp, "parallel.ep": ep}
+        return with_fields(base, changes)
+
+    def shapes(self, n: int) -> list[tuple[int, int]]:
+        """(TP, PP) splits of ``n`` GPUs: TP within a node, PP up to the block count, DP the rest;
+        DP must divide the global batch when the scenario sets one."""
+        base = self.resolved.scenario
+        per_node = self.resolved.cluster.node.gpus_per_node
+        layers = self.resolved.model.total_layers
+        out = []
+        for tp in _divisors_of(n):
+            if tp > per_node:
+                break
+            for pp in _divisors_of(n // tp):
+                if pp > layers:
+                    break
+                dp = n // (tp * pp)
+                if base.global_batch_size is not None and base.global_batch_size % (base.batch_size * dp):
+                    continue
+                out.append((tp, pp))
+        return out
+
+    def _fits(self, scenario: Scenario) -> bool:
+        par = scenario.parallel
+        dp_key = par.dp if par.zero_stage else int(par.dp > 1 and scenario.is_training)
+        key = (par.tp, par.pp, par.ep, dp_key)
+        hit = self._fit.get(key)
+        if hit is not None:
+            return hit
+        shared = self._shared
+        if shared is not None and self._usable is not None and key in shared:
+            hit = self._fit[key] = shared[key] <= self._usable
+            return hit
+        estimate = self.engine.run(self.resolved.with_scenario(scenario), _FIT_KEYS)
+        hit = self._fit[key] = bool(estimate.get("memory.fits"))
+        if shared is not None:
+            total, usable = estimate.get("memory.per_gpu.total"), estimate.get("memory.usable_capacity")
+            known = shared.get(key, total)
+            consistent = isinstance(total, float) and isinstance(usable, float) and known == total
+            if consistent and hit == (total <= usable):
+                shared[key] = total
+                self._usable = usable
+            else:
+                self._shared = None
+        return hit
+
+    def fits_as_given(self) -> bool:
+        """Whether the scenario's own layout fits in memory (a memory-only run)."""
+        return self._fits(self.resolved.scenario)
+
+    def any_fits(self, n: int) -> bool:
+        """Whether some split of ``n`` GPUs fits in memory (memory-only runs)."""
+        return any(self._fits(self._scenario(n, tp, pp)) for tp, pp in self.shapes(n))
+
+    def ranked(self, n: int) -> list[Layout]:
+        """The layouts of ``n`` GPUs that fit, best first (:func:`layouts`' order), each with an
+        estimate of :data:`RANK_KEYS` only (guard-rails not checked: see :meth:`best`)."""
+        found = self._ranked.get(n)
+        if found is None:
+            found = []
+            for tp, pp in self.shapes(n):
+                scenario = self._scenario(n, tp, pp)
+                if self._fits(scenario):
+                    estimate = self.engine.run(self.resolved.with_scenario(scenario), RANK_KEYS)
+                    found.append(Layout(tp, pp, n // (tp * pp), estimate))
+            found.sort(key=_rank)
+            self._ranked[n] = found
+        return found
+
+    def full(self, layout: Layout) -> Layout:
+        """``layout`` with a full estimate (every key, every guard-rail)."""
+        n = layout.tp * layout.pp * layout.dp
+        key = (n, layout.tp, layout.pp)
+        estimate = self._full.get(key)
+        if estimate is None:
+            scenario = self._scenario(n, layout.tp, layout.pp)
+            estimate = self._full[key] = self.engine.run(self.resolved.with_scenario(scenario))
+        return Layout(layout.tp, layout.pp, layout.dp, estimate)
+
+    def best(self, n: int, accept: Callable[[Estimate], bool] | None = None) -> Layout | None:
+        """The best runnable layout of ``n`` GPUs (that ``accept`` takes), with its full estimate."""
+        for layout in self.ranked(n):
+            if accept is not None and not accept(layout.estimate):
+                continue
+            full = self.full(layout)
+            if runnable(full.estimate) and (accept is None or accept(full.estimate)):
+                return full
+        return None
+
+    def nothing_fits(self, max_gpus: int) -> bool:
+        """True when nothing will fit up to ``max_gpus``, decided without scanning every count.
+
+        More GPUs never need more memory per GPU for the same split, so two checks stand for the
+        counts below: a large, divisor-rich count (GPUs per node x blocks x 2^k, its splits with TP
+        dividing the node and PP dividing the blocks, the memory-lightest ones), and the last
+        three counts of :func:`gpu_counts` themselves (a plan that fits only with a pipeline depth
+        those counts do not divide into is reported as not fitting, as a scan would find too).
+        """
+        per_node = self.resolved.cluster.node.gpus_per_node
+        layers = self.resolved.model.total_layers
+        rich = per_node * layers
+        if rich <= max_gpus:
+            while rich * 2 <= max_gpus:
+                rich *= 2
+            shapes = [(tp, pp) for tp, pp in self.shapes(rich) if per_node % tp == 0 and layers % pp == 0]
+            if not any(self._fits(self._scenario(rich, tp, pp)) for tp, pp in reversed(shapes)):
+                return True
+        return not any(self.any_fits(n) for n in gpu_counts(per_node, max_gpus)[-3:])
+
+
+#: The keys layouts are ranked by (and the targets of the inverse questions read).
+RANK_KEYS: tuple[str, ...] = (
+    "memory.fits",
+    "memory.headroom",
+    "performance.tokens_per_s",
+    "performance.ttft_s",
+    "performance.tpot_s",
+    "performance.train_time_days",
+)
+
+
+def fewest_gpus(
+    engine: Engine, resolved: ResolvedScenario, max_gpus: int = MAX_GPUS, search: LayoutSearch | None = None
+) -> Layout | None:
+    """The fewest GPUs (:func:`gpu_counts` order) with a runnable layout, and its best layout.
+
+    The answer of :func:`min_gpus` where that one's layout can run, found with memory-only runs.
+    None: nothing fits up to ``max_gpus``; once one node is not enough,
+    :meth:`LayoutSearch.nothing_fits` is asked first, so a plan that fits nowhere costs a few
+    dozen memory-only runs instead of a scan of every count.
+    """
+    search = search or LayoutSearch(engine, resolved)
+    per_node = resolved.cluster.node.gpus_per_node
+    checked = False
+    for n in gpu_counts(per_node, max_gpus):
+        if n > per_node and not checked:
+            checked = True
+            if search.nothing_fits(max_gpus):
+                return None
+        if search.any_fits(n):
+            best = search.best(n)
+            if best is not None:
+                return best
+    return None
+
+
+def first_count_meeting(
+    engine: Engine,
+    resolved: ResolvedScenario,
+    accept: Callable[[Estimate], bool],
+    max_gpus: int = MAX_GPUS,
+    search: LayoutSearch | None = None,
+) -> Layout | None:
+    """The fewest GPUs (:func:`gpu_counts` order) on which a runnable layout satisfies ``accept``,
+    and the best such layout (:func:`layouts`' order).
+
+    Bisects over the counts from the fewest that fit, so ``accept`` must be monotone in the GPU
+    count: once met, met with more GPUs (a deadline, a throughput floor, a latency ceiling that
+    more tensor parallelism helps). The tests hold it against a scan of every count.
+    """
+    search = search or LayoutSearch(engine, resolved)
+    first = fewest_gpus(engine, resolved, max_gpus, search)
+    if first is None:
+        return None
+    start = first.tp * first.pp * first.dp
+    counts = [n for n in gpu_counts(resolved.cluster.node.gpus_per_node, max_gpus) if n >= start]
+
+    found = search.best(counts[-1], accept)
+    if found is None:
+        return None
+    lo, hi = -1, len(counts) - 1  # counts[hi] meets; counts[lo] does not (or is before the start)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        layout = search.best(counts[mid], accept)
+        if layout is not None:
+            hi, found = mid, layout
+        else:
+            lo = mid
+    return found
+
+
+def train_within(
+    engine: Engine, resolved: ResolvedScenario, days: float, max_gpus: int = MAX_GPUS
+) -> Layout | None:
+    """Fewest GPUs (and their fastest layout) that train ``scenario.train_tokens`` within ``days``."""
+    scenario = resolved.scenario
+    if not scenario.is_training:
+        raise ValueError("train_within needs a training scenario (workload finetune or pretrain)")
+    if scenario.train_tokens is None:
+        raise ValueError("train_within needs the tokens to train on (scenario.train_tokens)")
+    if days <= 0:
+        raise ValueError("train_within needs a positive number of days")
+
+    def in_time(estimate: Estimate) -> bool:
+        value = estimate.get("performance.train_time_days")
+        return isinstance(value, (int, float)) and value <= days
+
+    return first_count_meeting(engine, resolved, in_time, max_gpus)
+
+
+def largest_under_tpot(
+    engine: Engine, resolved: ResolvedScenario, field: str, max_tpot_s: float, upper: int = 1 << 22
+) -> tuple[int, Estimate] | None:
+    """Largest ``batch_size`` or ``seq_len`` that fits and keeps TPOT at or under ``max_tpot_s``.
+
+    Both grow TPOT (more sequences per step, longer KV reads per token) and memory, so the set of
+    good values is 1..answer and a bisection finds its end. None: even 1 misses.
+    """
+    if field not in ("batch_size", "seq_len"):
+        raise ValueError("largest_under_tpot solves for batch_size or seq_len")
+    if resolved.scenario.is_training:
+        raise ValueError("TPOT applies to inference scenarios")
+    if max_tpot_s <= 0:
+        raise ValueError("the TPOT target must be positive")
+    base = resolved.scenario
+    wanted = ("memory.fits", "performance.tpot_s")
+
+    def probe(value: int) -> tuple[bool, Estimate]:
+        estimate = engine.run(resolved.with_scenario(with_fields(base, {field: value})), wanted)
+        tpot = estimate.get("performance.tpot_s")
+        ok = bool(estimate.get("memory.fits")) and isinstance(tpot, (int, float)) and tpot <= max_tpot_s
+        return ok, estimate
+
+    ok, estimate = probe(1)
+    if not ok:
+        return None
+    lo, best, hi = 1, estimate, 2
+    while hi <= upper:
+        ok, estimate = probe(hi)
+        if not ok:
+            break
+        lo, best, hi = hi, estimate, hi * 2
+    hi = min(hi, upper + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        ok, estimate = probe(mid)
+        if ok:
+            lo, best = mid, estimate
+        else:
+            hi = mid
+    return lo, best

@@ -1,24 +1,29 @@
 """Sweeps: the cartesian product of field values, each estimated on the same engine.
 
 Values are validated once per distinct value (not per point); models and accelerators are
-resolved once per distinct id; points are plain ``model_copy`` variants of one scenario.
+resolved once per distinct id; points are plain ``model_copy`` variants of one scenario. Table
+sweeps (:func:`sweep_rows`, :func:`sweep_chunks`) run the engine for their keys only
+(``Engine.run(resolved, keys)``), so the estimators skip what no column reads, and big ones are
+split over forked worker processes.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.core.errors import InputError
+from workbench.core.hardware import Cluster
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
-from workbench.engine.variations import field_path, validated_value, with_fields
+from workbench.engine.variations import field_path, validated_value
 
 _LAYOUT_FIELDS = {"num_gpus", "parallel.tp", "parallel.pp", "parallel.dp"}
 
@@ -75,7 +80,14 @@ def run_sweep(
     wanted: Sequence[str] | None = None,
 ) -> Iterator[SweepPoint]:
     """Estimate every combination of the axes' values, in order (``wanted``: keys needed)."""
-    yield from _points(base, axes, resolve, engine, wanted, itertools.product(*(axis.values for axis in axes)))
+    variants = _Variants(base, axes, resolve)
+    for combo in itertools.product(*(axis.values for axis in axes)):
+        settings = {axis.name: value for axis, value in zip(axes, combo)}
+        resolved = variants.resolved(combo)
+        if isinstance(resolved, str):
+            yield SweepPoint(settings, None, resolved)
+        else:
+            yield SweepPoint(settings, engine.run(resolved, wanted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +99,14 @@ class SweepRow:
     error: str | None
 
 
+#: A sweep point as plain tuples: (the axes' values, the keys' values, error or None).
+TableRow = tuple[tuple[Any, ...], tuple[Any, ...], str | None]
+
 #: Below this many points one process is faster than starting workers.
 PARALLEL_THRESHOLD = 2000
+#: Points estimated in the parent before the workers fork: they warm the plugins' per-model
+#: caches and the resolved anchors once, for every worker.
+_WARM_POINTS = 32
 _JOB: dict[str, Any] = {}
 
 
@@ -100,68 +118,166 @@ def sweep_rows(
     keys: Sequence[str],
     workers: int | None = None,
 ) -> Iterator[SweepRow]:
-    """Like :func:`run_sweep` but yields only ``keys``' values, using every core for big sweeps.
-
-    Worker processes are forked after the plugins and catalogs are loaded, so they start with
-    everything warm; each takes contiguous chunks of the point list and rows come back in order.
-    """
-    combos = list(itertools.product(*(axis.values for axis in axes)))
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers < 2 or len(combos) < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
-        yield from (_row(p, keys) for p in _points(base, axes, resolve, engine, keys, combos))
-        return
-    _JOB.update(base=base, axes=axes, resolve=resolve, engine=engine, keys=tuple(keys), combos=combos)
-    chunk = max(200, len(combos) // (workers * 4))
-    bounds = [(start, min(start + chunk, len(combos))) for start in range(0, len(combos), chunk)]
-    try:
-        with mp.get_context("fork").Pool(workers) as pool:
-            for rows in pool.imap(_work, bounds):
-                yield from rows
-    finally:
-        _JOB.clear()
+    """Like :func:`run_sweep` but yields only ``keys``' values, using every core for big sweeps."""
+    names = [axis.name for axis in axes]
+    keys = tuple(keys)
+    for combo, values, error in sweep_table(base, axes, resolve, engine, keys, workers):
+        yield SweepRow(dict(zip(names, combo)), dict(zip(keys, values)), error)
 
 
-def _work(bounds: tuple[int, int]) -> list[SweepRow]:
-    job = _JOB
-    combos = job["combos"][bounds[0] : bounds[1]]
-    points = _points(job["base"], job["axes"], job["resolve"], job["engine"], job["keys"], combos)
-    return [_row(point, job["keys"]) for point in points]
-
-
-def _row(point: SweepPoint, keys: Sequence[str]) -> SweepRow:
-    if point.estimate is None:
-        return SweepRow(point.settings, dict.fromkeys(keys), point.error)
-    get = point.estimate.get
-    return SweepRow(point.settings, {k: get(k) for k in keys}, None)
-
-
-def _points(
+def sweep_table(
     base: Scenario,
     axes: Sequence[Axis],
     resolve: Callable[[Scenario], ResolvedScenario],
     engine: Engine,
-    wanted: Sequence[str] | None,
-    combos: Iterable[tuple[Any, ...]],
-) -> Iterator[SweepPoint]:
-    resolved_cache: dict[tuple[str, str, str | None], ResolvedScenario] = {}
+    keys: Sequence[str],
+    workers: int | None = None,
+) -> Iterator[TableRow]:
+    """Every point as plain tuples (axes' values, keys' values, error), in order."""
+    for rows in sweep_chunks(base, axes, resolve, engine, keys, list, workers):
+        yield from rows
+
+
+def sweep_chunks(
+    base: Scenario,
+    axes: Sequence[Axis],
+    resolve: Callable[[Scenario], ResolvedScenario],
+    engine: Engine,
+    keys: Sequence[str],
+    render: Callable[[list[TableRow]], T],
+    workers: int | None = None,
+) -> Iterator[T]:
+    """The points in consecutive chunks, each handed to ``render`` (a list of :data:`TableRow`),
+    in order. The CLI renders CSV text, so big sweeps ship text between processes, not rows.
+
+    Big sweeps use every core: worker processes are forked after the plugins and catalogs are
+    loaded and the first points estimated here (so every per-model cache is warm in all of them);
+    each takes small contiguous chunks of the point list (so a slow stretch, such as the largest
+    batches, spreads over all workers) and renders them itself; chunks come back in order.
+    """
+    combos = list(itertools.product(*(axis.values for axis in axes)))
+    keys = tuple(keys)
+    variants = _Variants(base, axes, resolve)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    if workers < 2 or len(combos) < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
+        for start in range(0, len(combos), _SERIAL_CHUNK):
+            yield render(_rows(variants, engine, keys, combos[start : start + _SERIAL_CHUNK]))
+        return
+    warm = combos[:_WARM_POINTS]
+    yield render(_rows(variants, engine, keys, warm))
+    _JOB.update(variants=variants, engine=engine, keys=keys, combos=combos, render=render)
+    first = len(warm)
+    chunk = max(64, (len(combos) - first) // (workers * 16))
+    bounds = [(start, min(start + chunk, len(combos))) for start in range(first, len(combos), chunk)]
+    gc.collect()
+    gc.freeze()  # the workers inherit a heap the collector no longer walks (fewer copied pages too)
+    try:
+        with mp.get_context("fork").Pool(workers) as pool:
+            yield from pool.imap(_work, bounds)
+    finally:
+        _JOB.clear()
+        gc.unfreeze()
+
+
+T = TypeVar("T")
+#: Points per chunk when one process does the whole sweep (rows are rendered as they come).
+_SERIAL_CHUNK = 256
+
+
+def _work(bounds: tuple[int, int]) -> Any:
+    job = _JOB
+    combos = job["combos"][bounds[0] : bounds[1]]
+    return job["render"](_rows(job["variants"], job["engine"], job["keys"], combos))
+
+
+def _rows(
+    variants: _Variants, engine: Engine, keys: tuple[str, ...], combos: Sequence[tuple[Any, ...]]
+) -> list[TableRow]:
+    rows = _table(variants, engine, keys, combos)
+    return [(combo, values, error) for combo, (values, error) in zip(combos, rows)]
+
+
+def _table(
+    variants: _Variants, engine: Engine, keys: tuple[str, ...], combos: Iterable[tuple[Any, ...]]
+) -> Iterator[tuple[tuple[Any, ...], str | None]]:
+    """(values of ``keys``, error) per point; the engine runs only what ``keys`` need."""
+    nothing = (None,) * len(keys)
     for combo in combos:
-        settings = {axis.name: value for axis, value in zip(axes, combo)}
-        changes = {axis.path: value for axis, value in zip(axes, combo)}
-        if _LAYOUT_FIELDS.intersection(changes):
+        resolved = variants.resolved(combo)
+        if isinstance(resolved, str):
+            yield nothing, resolved
+            continue
+        values = engine.run(resolved, keys).values
+        yield tuple([None if (found := values.get(k)) is None else found.value for k in keys]), None
+
+
+class _Variants:
+    """The resolved scenario of each point, built without re-validating anything.
+
+    Values were validated once per distinct value (:func:`parse_axis`); points are ``model_copy``
+    variants of the base scenario. Few distinct nested models (``parallel`` with each TP degree),
+    resolved anchors (model x accelerator x node) and clusters (GPU counts) recur, so each is built
+    once and shared by every point that has it.
+    """
+
+    def __init__(
+        self, base: Scenario, axes: Sequence[Axis], resolve: Callable[[Scenario], ResolvedScenario]
+    ) -> None:
+        self.base = base
+        self.paths = tuple(axis.path for axis in axes)
+        self.layout = bool(_LAYOUT_FIELDS.intersection(self.paths))
+        self.resolve = resolve
+        self._nested: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        self._anchors: dict[tuple[str, str, str | None], ResolvedScenario] = {}
+        self._clusters: dict[tuple[tuple[str, str, str | None], int], Cluster] = {}
+        self._split: dict[str, tuple[str, str]] = {}  # field path -> (model field, nested field or "")
+
+    def resolved(self, combo: tuple[Any, ...]) -> ResolvedScenario | str:
+        """The point's resolved scenario, or the reason it cannot run (a layout or catalog error)."""
+        base = self.base
+        changes = dict(zip(self.paths, combo))
+        if self.layout:
             problem = _fix_layout(base, changes)
             if problem:
-                yield SweepPoint(settings, None, problem)
-                continue
-        scenario = with_fields(base, changes)
+                return problem
+        scenario = self._scenario(changes)
         key = (scenario.model, scenario.gpu, scenario.node)
-        try:
-            anchor = resolved_cache.get(key)
-            if anchor is None:
-                anchor = resolved_cache[key] = resolve(scenario)
-        except InputError as exc:
-            yield SweepPoint(settings, None, str(exc))
-            continue
-        yield SweepPoint(settings, engine.run(anchor.with_scenario(scenario), wanted))
+        anchor = self._anchors.get(key)
+        if anchor is None:
+            try:
+                anchor = self._anchors[key] = self.resolve(scenario)
+            except InputError as exc:
+                return str(exc)
+        cluster = anchor.cluster
+        if scenario.num_gpus != cluster.num_gpus:  # as ResolvedScenario.with_scenario, one copy per count
+            cluster = self._clusters.get((key, scenario.num_gpus))
+            if cluster is None:
+                cluster = anchor.cluster.model_copy(update={"num_gpus": scenario.num_gpus})
+                self._clusters[key, scenario.num_gpus] = cluster
+        return ResolvedScenario(scenario, anchor.model, cluster)
+
+    def _scenario(self, changes: dict[str, Any]) -> Scenario:
+        """:func:`~workbench.engine.variations.with_fields`, with the nested models cached."""
+        top: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        split = self._split
+        for path, value in changes.items():
+            parts = split.get(path)
+            if parts is None:
+                head, _, tail = path.partition(".")
+                parts = split[path] = (head, tail)
+            head, tail = parts
+            if tail:
+                nested.setdefault(head, {})[tail] = value
+            else:
+                top[head] = value
+        for head, sub in nested.items():
+            key = (head, tuple(sub.items()))
+            model = self._nested.get(key)
+            if model is None:
+                model = self._nested[key] = getattr(self.base, head).model_copy(update=sub)
+            top[head] = model
+        return self.base.model_copy(update=top)
 
 
 def _fix_layout(base: Scenario, changes: dict[str, Any]) -> str | None:
