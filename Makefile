@@ -32,11 +32,13 @@ $(BIN)/python:
 
 $(APP_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@$(BIN)/python -m compileall -q workbench plugins >/dev/null  # as a wheel install would
 	@touch $@
 
 $(TEST_STAMP): pyproject.toml plugins/example_price_list/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[test,validation]"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e plugins/example_price_list
+	@$(BIN)/python -m compileall -q workbench plugins >/dev/null  # as a wheel install would
 	@touch $@ $(APP_STAMP)
 
 # A standalone Linux bundle (PyInstaller --onedir) in dist/, and its tarball.

@@ -277,6 +277,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+#: What each `solve` question answers; the choices themselves are registered in two places
+#: (here and cli_compare), so the help text lists them all once.
+SOLVE_DESCRIPTION = """Inverse questions about one scenario (scenario flags as for `estimate`):
+
+  min-gpus          fewest GPUs (and the TP/PP/DP layout) on which the scenario fits
+  max-batch         largest batch that fits the scenario's GPUs
+  max-context       largest sequence length that fits
+  layouts           TP/PP/DP layouts of --gpus that fit, best first
+  cheapest          cheapest accelerator and count that fits and meets the targets
+                    (candidates: --gpus-list, default every catalog accelerator)
+  train-in          fewest GPUs to train --tokens N within --deadline-days D
+  max-context-tpot  largest context whose time per output token stays under --max-tpot
+  max-batch-tpot    largest batch whose time per output token stays under --max-tpot
+"""
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
     from workbench.engine import solvers
     from workbench.pluginhost import default_engine
@@ -397,8 +413,14 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
     sweep.set_defaults(handler=_cmd_sweep)
 
-    solve = sub.add_parser("solve", help="inverse questions: fewest GPUs, largest batch/context, layouts")
-    solve.add_argument("question", choices=["min-gpus", "max-batch", "max-context", "layouts"])
+    solve = sub.add_parser(
+        "solve",
+        help="inverse questions: fewest GPUs, largest batch/context, layouts, cheapest accelerator",
+        description=SOLVE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    solve.add_argument("question", choices=["min-gpus", "max-batch", "max-context", "layouts"],
+                       help="which question (see above)")
     add_scenario_flags(solve)
     solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
     solve.set_defaults(handler=_cmd_solve)

@@ -37,11 +37,23 @@ from workbench.gui.main_window import MainWindow
 app = create_application([])
 window = MainWindow(settings=QSettings(sys.argv[2], QSettings.Format.IniFormat))
 window.ask_before_discard = False
+marks = {}
+
+
+def shown(generation):
+    # The first estimate may land inside the processEvents() below: connect before show().
+    marks.setdefault("first", time.time() - start)
+    if "ready" in marks:
+        app.quit()
+
+
+window.estimate_shown.connect(shown)
 window.show()
 app.processEvents()
-ready = time.time() - start
-window.estimate_shown.connect(lambda g: (print(f"{ready} {time.time() - start}", flush=True), app.quit()))
-app.exec()
+marks["ready"] = time.time() - start
+if "first" not in marks:
+    app.exec()
+print(f"{marks['ready']} {marks['first']}", flush=True)
 """
 
 
@@ -56,7 +68,7 @@ def summary(values: list[float]) -> dict[str, float]:
             "max": round(max(values), 2), "n": len(values)}
 
 
-def bench_edits(edits: int) -> dict[str, object]:
+def bench_edits(edits: int, tune_gc: bool = True) -> dict[str, object]:
     from PySide6.QtCore import QSettings
 
     from workbench.gui.app import create_application
@@ -68,6 +80,10 @@ def bench_edits(edits: int) -> dict[str, object]:
     window.ask_before_discard = False
     window.resize(1600, 1000)
     window.show()
+    if tune_gc:
+        from workbench.gui.app import tune_garbage_collector
+
+        tune_garbage_collector()  # as run_app does once the window is up
     runner = window.runner
 
     def wait_shown(scenario_batch: int, timeout: float = 10.0) -> None:
@@ -150,10 +166,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--edits", type=int, default=80)
     parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--default-gc", action="store_true",
+                        help="keep CPython's default garbage collection (the app tunes it once the window is up)")
     args = parser.parse_args()
     report: dict[str, object] = {"machine_cpus": os.cpu_count(), "platform": os.environ["QT_QPA_PLATFORM"]}
     report.update(bench_launch(args.launches))
-    report.update(bench_edits(args.edits))
+    report.update(bench_edits(args.edits, tune_gc=not args.default_gc))
+    report["gc"] = "default" if args.default_gc else "as the app: frozen after start-up, thresholds raised"
     report["targets"] = {"edit_to_chart_p95_ms": 50, "window_ready_s": 2}
     report["meets_targets"] = (report["edit_to_chart_ms"]["p95"] < 50  # type: ignore[index]
                                and report["window_ready_s"]["median"] < 2)  # type: ignore[index]

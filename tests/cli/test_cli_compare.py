@@ -264,3 +264,15 @@ def test_sensitivity_text_json_and_comparison(capsys: pytest.CaptureFixture[str]
     doc = json.loads(out)
     assert doc["recommendation"] == "b200"
     assert all("recommendation_changes" in b for b in doc["bars"])
+
+
+def test_solve_help_describes_every_question() -> None:
+    """`solve --help` says what each registered question answers (choices come from two modules)."""
+    from workbench.cli import SOLVE_DESCRIPTION, build_parser
+
+    parser = build_parser()
+    solve = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" solve"))
+    question = next(a for a in solve._actions if a.dest == "question")
+    described = {line.split()[0] for line in SOLVE_DESCRIPTION.splitlines()[2:] if line.startswith("  ") and
+                 not line.startswith("    ")}
+    assert set(question.choices) == described
