@@ -249,6 +249,17 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
                 fix="raise --global-batch or lower --batch so that micro-batches >= 4 x PP",
             )
         )
+    if not t.overridden and t.step_s > 0 and t.comm_s >= 0.5 * t.step_s:
+        warnings.append(
+            Warning(
+                "communication-bound",
+                f"exposed communication takes {t.comm_s / t.step_s:.0%} of each step "
+                f"({_duration(t.comm_s)} of {_duration(t.step_s)}): the GPUs compute {t.busy:.0%} of the time "
+                f"(MFU {t.mfu:.1%})",
+                fix="give each GPU more tokens per step (raise --batch, --seq-len or --global-batch for "
+                "gradient accumulation), use fewer GPUs, or a faster interconnect",
+            )
+        )
     if inp.offload_bytes:
         warnings.append(
             Warning(
@@ -283,6 +294,10 @@ def _step_formula(inp: TrainingInputs, t: TrainStep) -> str:
         f"compute {t.compute_s:.4g} + comm {t.comm_s:.4g} + bubble {t.bubble_s:.4g} + optimizer "
         f"{t.optimizer_s:.4g} = {t.step_s:.4g} s"
     )
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 def _always(key: str) -> bool:

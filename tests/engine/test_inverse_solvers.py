@@ -34,6 +34,27 @@ def brute_first_count(eng, r, accept, max_gpus):  # type: ignore[no-untyped-def]
     return None
 
 
+def brute_first_meeting(eng, r, accept, max_gpus):  # type: ignore[no-untyped-def]
+    """Scan every count first_count_meeting answers in (the ladder and every whole node), from the
+    fewest GPUs that fit; the best runnable layout that ``accept`` takes, at the first count."""
+    fits = brute_first_count(eng, r, lambda e: True, max_gpus)
+    if fits is None:
+        return None
+    start = fits.tp * fits.pp * fits.dp
+    for n in solvers.meeting_counts(r.cluster.node.gpus_per_node, max_gpus):
+        if n < start:
+            continue
+        good = [x for x in solvers.layouts(eng, r, n) if solvers.runnable(x.estimate) and accept(x.estimate)]
+        if good:
+            return good[0]
+    return None
+
+
+def test_meeting_counts_are_the_ladder_and_every_node() -> None:
+    assert solvers.meeting_counts(8, 100) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96]
+    assert solvers.meeting_counts(72, 300) == [1, 2, 4, 8, 16, 32, 64, 72, 128, 144, 200, 216, 272, 288]
+
+
 def test_gpu_counts_are_min_gpus_steps() -> None:
     assert solvers.gpu_counts(8, 100) == [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96]
     assert solvers.gpu_counts(4, 20) == [1, 2, 4, 8, 12, 16, 20]
@@ -95,28 +116,54 @@ def test_nothing_fits_anywhere_is_none(eng) -> None:  # type: ignore[no-untyped-
     assert solvers.fewest_gpus(eng, r) is None
 
 
-def test_train_within_matches_a_scan_of_every_count(eng) -> None:  # type: ignore[no-untyped-def]
-    for gpu, days in (("h100-sxm", 2.0), ("a100-80gb-sxm", 3.0), ("l40s", 10.0)):
-        r = resolve(
-            make_scenario(
-                model="llama-3.1-8b",
-                gpu=gpu,
-                workload="pretrain",
-                batch_size=4,
-                train_tokens=2e10,
-                parallel={"zero_stage": 1},
-            )
+@pytest.mark.parametrize(
+    ("gpu", "tokens", "days", "max_gpus"),
+    [
+        ("h100-sxm", 2e10, 2.0, 128),
+        ("a100-80gb-sxm", 2e10, 3.0, 128),
+        ("l40s", 2e10, 10.0, 128),
+        # Answers between ladder counts (..., 176, 216, 264, 328, ...): whole nodes are searched there.
+        ("h100-sxm", 3e11, 2.5, 512),
+        ("a100-80gb-sxm", 3e11, 6.0, 512),
+    ],
+)
+def test_train_within_matches_a_scan_of_every_count(eng, gpu, tokens, days, max_gpus) -> None:  # type: ignore[no-untyped-def]
+    r = resolve(
+        make_scenario(
+            model="llama-3.1-8b",
+            gpu=gpu,
+            workload="pretrain",
+            batch_size=4,
+            train_tokens=tokens,
+            parallel={"zero_stage": 1},
         )
+    )
 
-        def in_time(e, days=days):  # type: ignore[no-untyped-def]
-            v = e.get("performance.train_time_days")
-            return v is not None and v <= days
+    def in_time(e):  # type: ignore[no-untyped-def]
+        v = e.get("performance.train_time_days")
+        return v is not None and v <= days
 
-        fast = solvers.train_within(eng, r, days, max_gpus=128)
-        slow = brute_first_count(eng, r, in_time, 128)
-        assert slow is not None, gpu
-        assert _split(fast) == _split(slow), gpu
-        assert fast.estimate.get("performance.train_time_days") <= days
+    fast = solvers.train_within(eng, r, days, max_gpus=max_gpus)
+    slow = brute_first_meeting(eng, r, in_time, max_gpus)
+    assert slow is not None, gpu
+    assert _split(fast) == _split(slow), gpu
+    assert fast.estimate.get("performance.train_time_days") <= days
+
+
+def test_train_within_answers_in_whole_nodes_not_ladder_steps(eng) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 8B on 15T tokens in 30 days: the fewest whole nodes, not the next ladder count.
+
+    One node fewer misses the deadline; the ladder alone (2,344 then 2,928) would have answered
+    2,928 GPUs, 500 more than needed.
+    """
+    r = resolve(make_scenario(model="llama-3.1-8b", gpu="h100-sxm", workload="pretrain", train_tokens=15e12,
+                              parallel={"zero_stage": 1}))
+    found = solvers.train_within(eng, r, 30)
+    n = found.tp * found.pp * found.dp
+    assert n % 8 == 0 and found.estimate.get("performance.train_time_days") <= 30
+    fewer = solvers.LayoutSearch(eng, r).best(n - 8)
+    assert fewer is not None and fewer.estimate.get("performance.train_time_days") > 30
+    assert n < 2928
 
 
 def test_train_within_refuses_serving_and_missing_tokens(eng) -> None:  # type: ignore[no-untyped-def]

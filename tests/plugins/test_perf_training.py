@@ -177,3 +177,16 @@ def test_lora_exchanges_only_adapter_gradients() -> None:
     full = train(**kw)
     lora = train(method="lora", lora_rank=16, **kw)
     assert lora.get("communication.dp.bytes_per_step") < full.get("communication.dp.bytes_per_step") / 100
+
+
+def test_communication_bound_step_warns_with_a_fix() -> None:
+    """One 1,024-token micro-batch per GPU and a whole 8B gradient exchange over 64 GPUs each step:
+    the exchange, not the math, sets the step time; more tokens per step amortize it."""
+    kw = {"num_gpus": 64, "seq_len": 1024, "parallel": {"dp": 64, "zero_stage": 1}}
+    thin = train(batch_size=1, **kw)
+    warning = next(w for w in thin.warnings if w.code == "communication-bound")
+    assert thin.get("performance.comm_exposed_s") >= 0.5 * thin.get("performance.step_time_s")
+    assert "of each step" in warning.message and "--global-batch" in warning.fix
+    accumulated = train(batch_size=1, global_batch_size=64 * 32, **kw)  # 32 micro-batches per exchange
+    assert accumulated.get("performance.mfu") > 2 * thin.get("performance.mfu")
+    assert "communication-bound" not in [w.code for w in accumulated.warnings]

@@ -687,7 +687,7 @@ def cheapest(
 ) -> ScenarioComparison:
     """The cheapest accelerator, and how many, for a workload and its targets.
 
-    Per candidate: the fewest GPUs (:func:`solvers.gpu_counts` order, from the fewest that fit)
+    Per candidate: the fewest GPUs (:func:`solvers.meeting_counts`, from the fewest that fit)
     on which some runnable layout meets the latency, throughput and deadline targets, and the
     fastest such layout; then the budget is checked and candidates are ranked as in
     :func:`compare`: the recommendation is the cheapest that meets every target.
