@@ -45,3 +45,35 @@ def test_readme_validation_table_matches_docs() -> None:
 
     docs = rows((ROOT / "docs" / "validation.md").read_text())
     assert docs and rows((ROOT / "README.md").read_text()) == docs
+
+
+def _readme_examples() -> list[tuple[list[str], str | None]]:
+    """The `gpu-workbench ...` lines of the README's "What it answers" block, each with the comment
+    line that follows it (its quoted answer) when there is one."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## What it answers", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    lines = block.splitlines()
+    examples = []
+    for i, line in enumerate(lines):
+        if line.startswith("gpu-workbench ") and "..." not in line:
+            after = lines[i + 1] if i + 1 < len(lines) else ""
+            quoted = after[len("#   "):] if after.startswith("#   ") else None
+            examples.append((shlex.split(line.split(" #", 1)[0])[1:], quoted))
+    return examples
+
+
+@pytest.mark.parametrize("argv,quoted", _readme_examples(), ids=lambda v: " ".join(v[:2]) if isinstance(v, list) else "")
+def test_readme_examples_run_and_print_what_the_readme_quotes(argv, quoted, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Every command of the README's "What it answers" block runs; a `solve` answer or a warning it
+    quotes is the one printed, word for word (the numbers are the engine's: a change shows here)."""
+    from workbench.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    if argv[0] == "solve" and quoted is not None:
+        assert out.splitlines()[0] == quoted
+    if quoted is not None and quoted.startswith("["):  # a warning, as the CLI words it
+        assert quoted in " ".join(out.split())
