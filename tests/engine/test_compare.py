@@ -94,9 +94,10 @@ def test_targets_are_judged_in_words(eng, serving) -> None:  # type: ignore[no-u
     assert f"TPOT {tpot * 1000:.3g} ms > target 50 ms" in l40s.failures
     assert any(f.startswith("TTFT ") and f.endswith("> target 300 ms") for f in l40s.failures)
     assert any(f.startswith("throughput ") and f.endswith("< target 400 tokens/s") for f in l40s.failures)
-    # The catalog has no rental price for the H200 SXM.
-    assert "no price: enter --usd-per-gpu-hour" in rows["h200-sxm"].failures
-    assert not rows["h200-sxm"].meets_targets
+    # The catalog has no rental price for the H200 NVL.
+    unpriced = compare(eng, [serving], [Candidate("h200-nvl")], resolve_scenario, targets).rows()[0]
+    assert "no price: enter --usd-per-gpu-hour" in unpriced.failures
+    assert not unpriced.meets_targets
 
 
 def test_budget_reason_names_the_gpus_and_the_amount(eng) -> None:  # type: ignore[no-untyped-def]
@@ -151,9 +152,9 @@ def test_no_recommendation_says_why(eng, serving) -> None:  # type: ignore[no-un
     result = compare(eng, [serving], CANDIDATES, resolve_scenario, Targets(max_tpot_s=0.001))
     assert result.recommendation is None
     assert result.why_no_recommendation.startswith("no candidate meets the targets; closest: ")
-    unpriced = compare(eng, [serving], [Candidate("h200-sxm")], resolve_scenario)
+    unpriced = compare(eng, [serving], [Candidate("h200-nvl")], resolve_scenario)
     assert unpriced.why_no_recommendation == (
-        "the candidates that meet the targets have no price (h200-sxm): enter --usd-per-gpu-hour"
+        "the candidates that meet the targets have no price (h200-nvl): enter --usd-per-gpu-hour"
     )
 
 

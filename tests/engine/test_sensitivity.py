@@ -86,7 +86,7 @@ def test_training_tornado_and_metric_choice(eng) -> None:  # type: ignore[no-unt
     with pytest.raises(InputError, match="no result"):
         S.tornado(eng, r, metric="performance.nonsense")
     # No price: the headline falls back to speed.
-    unpriced = resolve(make_scenario(model="llama-3.1-8b", gpu="h200-sxm"))
+    unpriced = resolve(make_scenario(model="llama-3.1-8b", gpu="h200-nvl"))  # no public rental price
     assert S.tornado(eng, unpriced).metric == "performance.tokens_per_s"
 
 

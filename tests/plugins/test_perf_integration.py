@@ -158,10 +158,11 @@ def test_scenario_runs_and_honours_the_contract(name: str) -> None:
 
 
 def test_unknown_cloud_price_is_reported_not_invented() -> None:
-    est = run(SCENARIOS["mla-h200"])  # the catalog has no rental price for the H200
+    unpriced = {**SCENARIOS["mla-h200"], "gpu": "h200-nvl"}  # the catalog has no rental price for the H200 NVL
+    est = run(unpriced)
     assert est.get("cost.usd_per_hour") is None  # type: ignore[attr-defined]
     assert "price-unknown" in [w.code for w in est.warnings]  # type: ignore[attr-defined]
-    priced = run({**SCENARIOS["mla-h200"], "pricing": {"cloud_usd_per_gpu_hour": 3.5}})
+    priced = run({**unpriced, "pricing": {"cloud_usd_per_gpu_hour": 3.5}})
     assert priced.get("cost.usd_per_hour") == pytest.approx(8 * 3.5)  # type: ignore[attr-defined]
 
 
