@@ -131,6 +131,7 @@ def out_of_memory(
     stage: int,
     pp: int,
     min_gpus: int | None,
+    min_layout: tuple[int, int, int] | None = None,
 ) -> Warning:
     top = sorted(((v, k) for k, v in parts.items()), reverse=True)[:2]
     largest = " and ".join(f"{PART_NAMES[k]} ({format_bytes(v)})" for v, k in top)
@@ -140,15 +141,27 @@ def out_of_memory(
         f"the largest parts are {largest}."
     )
     return Warning(
-        "out-of-memory", message, "error", "; ".join(_fixes(scenario, {k for _, k in top}, min_gpus))
+        "out-of-memory",
+        message,
+        "error",
+        "; ".join(_fixes(scenario, {k for _, k in top}, min_gpus, min_layout)),
     )
 
 
-def _fixes(scenario: Scenario, largest: set[str], min_gpus: int | None) -> list[str]:
+def _fixes(
+    scenario: Scenario, largest: set[str], min_gpus: int | None, min_layout: tuple[int, int, int] | None
+) -> list[str]:
     par = scenario.parallel
     fixes: list[str] = []
     if min_gpus is not None and min_gpus > scenario.num_gpus:
         fixes.append(f"use at least {min_gpus} GPUs")
+    elif min_gpus is not None and min_layout is not None and min_layout[:2] != (par.tp, par.pp):
+        # Enough GPUs, the wrong split: more model parallelism shards what DP cannot.
+        tp, pp, dp = min_layout
+        fixes.append(
+            f"more model parallelism (TP or PP): even {min_gpus} GPUs fit, as TP {tp} x PP {pp} x DP {dp}; "
+            f"the layouts solver (solve layouts) ranks those of these {scenario.num_gpus}"
+        )
     if scenario.is_training:
         if largest & {"optimizer_states", "gradients", "weights"} and par.zero_stage < 3:
             fixes.append("ZeRO-3 (FSDP) to shard weights, gradients and optimizer states over DP")

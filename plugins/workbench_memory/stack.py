@@ -353,6 +353,7 @@ class MemoryStackEstimator:
                     worst.index,
                     pp,
                     fit.gpus if fit else None,
+                    (fit.tp, fit.pp, fit.dp) if fit else None,
                 )
             )
         return Outputs(out, warnings)

@@ -434,3 +434,18 @@ def test_missing_activation_model_is_reported(monkeypatch: pytest.MonkeyPatch) -
     est = run(workload="pretrain")
     assert est.get("memory.per_gpu.activations") == 0
     assert codes(est)["activations-unavailable"] == "error"
+
+
+def test_enough_gpus_in_the_wrong_split_suggest_model_parallelism() -> None:
+    """Llama 3.1 70B pre-training on 64 H100s with ZeRO-3 and DP only: each GPU holds a whole
+    model's activations (64 GiB), which more DP ranks never shrink. More GPUs is the wrong fix;
+    tensor parallelism is the right one, and the fix says so with a layout that fits."""
+    from workbench.api import estimate
+
+    fields = dict(model="llama-3.1-70b", gpu="h100-sxm", num_gpus=64, workload="pretrain")
+    est = estimate(**fields, parallel={"dp": 64, "zero_stage": 3})
+    oom = next(w for w in est.warnings if w.code == "out-of-memory")
+    assert est.get("memory.min_gpus") <= 64
+    assert "use at least" not in oom.fix
+    assert oom.fix.startswith("more model parallelism (TP or PP): even ")
+    assert estimate(**fields, parallel={"tp": 8, "dp": 8, "zero_stage": 3}).get("memory.fits")

@@ -315,11 +315,12 @@ def fit_verdict(estimate: Estimate) -> tuple[bool | None, str]:
             f"({format_value(estimate.values.get('memory.headroom'))} headroom)."
         )
     elif fits is False:
-        need = (
-            f"at least {min_gpus} GPUs"
-            if isinstance(min_gpus, int)
-            else "a different plan (nothing tried fits)"
-        )
+        if isinstance(min_gpus, int) and min_gpus <= s.num_gpus:
+            need = f"another split of its GPUs (even {min_gpus} fit with more tensor or pipeline parallelism)"
+        elif isinstance(min_gpus, int):
+            need = f"at least {min_gpus} GPUs"
+        else:
+            need = "a different plan (nothing tried fits)"
         text = (
             f"<b>Does not fit</b> on {_e(hardware)}: {format_value(total)} per GPU against "
             f"{format_value(usable)} usable; needs {need}."
