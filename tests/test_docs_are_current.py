@@ -77,3 +77,12 @@ def test_readme_examples_run_and_print_what_the_readme_quotes(argv, quoted, caps
         assert out.splitlines()[0] == quoted
     if quoted is not None and quoted.startswith("["):  # a warning, as the CLI words it
         assert quoted in " ".join(out.split())
+
+
+def test_every_warning_code_is_documented() -> None:
+    """Each code a first-party plugin or the engine can emit is in docs/output-keys.md's table."""
+    sources = [*ROOT.glob("plugins/workbench_*/*.py"), *ROOT.glob("workbench/engine/*.py")]
+    codes = {m for path in sources for m in re.findall(r'Warning\(\s*"([a-z0-9-]+)"', path.read_text())}
+    assert len(codes) > 15  # the pattern still finds them
+    documented = (ROOT / "docs" / "output-keys.md").read_text().split("## Warning codes", 1)[1]
+    assert sorted(c for c in codes if f"| `{c}` |" not in documented) == []
