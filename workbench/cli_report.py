@@ -51,12 +51,20 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
     report.add_argument(
         "--gpus-list",
         metavar="IDS",
-        help="candidate accelerators to compare, comma-separated (default: the scenarios' own)",
+        help="candidate accelerators to compare, comma-separated (default: the project's saved comparison, "
+        "as the window's Compare tab left it, else the scenarios' own)",
     )
+    from workbench.cli_compare import _add_targets
+
+    _add_targets(report)  # default: the saved comparison's targets
     report.add_argument("--page-size", choices=list(PAGE_SIZES), default="a4", help="paper size (default a4)")
     report.add_argument("--author", help="who prepared the report (default: the project's author)")
     report.add_argument("--title", help="report title (default: 'GPU sizing report')")
     report.set_defaults(handler=_cmd_report)
+
+
+#: The target flags' destinations (``cli_compare._add_targets``).
+TARGET_FLAGS = ("max_ttft", "max_tpot", "min_tokens_per_s", "deadline_days", "budget_usd")
 
 
 def _has_overrides(args: argparse.Namespace) -> bool:
@@ -126,11 +134,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     candidates = tuple(dict.fromkeys(c.strip() for c in (args.gpus_list or "").split(",") if c.strip()))
     for ident in candidates:
         resolve_accelerator(ident, project)  # an unknown id is refused before anything runs
+    from workbench.cli_compare import _targets
+
+    targets = _targets(args)
+    given = any(getattr(args, name) is not None for name in TARGET_FLAGS) or args.budget_basis != "auto"
     request = ReportRequest(
         project=project,
         scenarios=names,
         sections=sections,
         candidates=candidates,
+        targets=targets if given else None,
         page_size=args.page_size,
         author=args.author,
         **({"title": args.title} if args.title else {}),

@@ -232,3 +232,26 @@ def test_headless_without_display(project_file: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert "Executive summary" in _text(out_pdf)
+
+
+def test_report_uses_the_projects_saved_comparison(qapp, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`report --project` compares the candidates and targets the Compare tab saved; target flags
+    replace the saved targets."""
+    from workbench.core.project import Comparison
+
+    serve = Scenario(name="chat", model="llama-3.1-70b", gpu="h100-sxm", weights="fp8", batch_size=32)
+    saved = Comparison(name="Compare tab", accelerators=("h100-sxm", "h200-sxm"), max_tpot_s=0.06)
+    path = tmp_path / "saved.gpuwb"
+    save_project(Project(name="Saved", scenarios=(serve,), comparisons=(saved,)), path)
+
+    out = tmp_path / "saved.pdf"
+    code, _, err = run_cli(capsys, "report", "--project", str(path), "--sections", "comparison", "-o", str(out))
+    assert code == 0, err
+    text = " ".join(_text(out).split())
+    assert "Targets: TPOT at most 60 ms" in text and "h200-sxm" in text
+
+    looser = tmp_path / "looser.pdf"
+    code, _, err = run_cli(capsys, "report", "--project", str(path), "--sections", "comparison",
+                           "--max-tpot", "0.1", "-o", str(looser))
+    assert code == 0, err
+    assert "Targets: TPOT at most 100 ms" in " ".join(_text(looser).split())

@@ -236,3 +236,50 @@ def test_the_window_has_a_compare_tab_with_a_shortcut(qtbot, window) -> None:  #
     actions["show_charts"].trigger()
     QApplication.processEvents()
     assert window.memory_chart.isVisible()
+
+
+def test_the_setup_is_kept_in_the_project_saved_and_restored(qtbot, view, catalogs, engine, tmp_path,  # type: ignore[no-untyped-def]
+                                                              monkeypatch) -> None:
+    """Candidates, scenarios and targets are the project's saved comparison: a file saved and opened
+    again shows the same setup; undo brings back the one before."""
+    from workbench.gui import controller as controller_module
+    from workbench.store import open_project, save_project
+
+    monkeypatch.setattr(controller_module, "MERGE_WINDOW_S", -1.0)  # one undo step per edit here
+    controller = view.controller
+    _wait(qtbot, view, lambda: view.set_scenarios(["chat", "train"]))
+    _wait(qtbot, view, lambda: view.set_target("max_tpot_s", 80))  # ms on screen, seconds saved
+    saved = controller.project.comparisons[0]
+    assert set(saved.accelerators) == set(CANDIDATES)
+    assert saved.scenarios == ("chat", "train") and saved.max_tpot_s == pytest.approx(0.08)
+    assert controller.undo_stack.count() >= 1 and not controller.undo_stack.isClean()
+
+    path = tmp_path / "kept.gpuwb"
+    save_project(controller.project, path)
+    reopened = ProjectController(catalogs, open_project(path))
+    again = CompareView(reopened, catalogs, lambda: engine)
+    qtbot.addWidget(again)
+    try:
+        assert set(again._ticked_ids()) == set(CANDIDATES)
+        assert again._ticked_scenarios() == ["chat", "train"]
+        assert again.target_edits["max_tpot_s"].text() == "80"
+        assert again.targets().max_tpot_s == pytest.approx(0.08)
+        assert reopened.undo_stack.count() == 0  # showing a saved setup is not an edit
+    finally:
+        again.shutdown()
+
+    # Undo brings back the setup before; a renamed scenario stays in the setup.
+    _wait(qtbot, view, lambda: view.set_candidates(["h100-sxm", "b200"]))
+    controller.undo_stack.undo()
+    QApplication.processEvents()
+    assert set(view._ticked_ids()) == set(CANDIDATES)
+    controller.undo_stack.undo()
+    QApplication.processEvents()
+    assert view.target_edits["max_tpot_s"].text() == ""
+    controller.undo_stack.redo()
+    QApplication.processEvents()
+    assert view.target_edits["max_tpot_s"].text() == "80"
+    controller.set_current("train")
+    assert controller.rename_scenario("pre-train") is None
+    assert controller.project.comparisons[0].scenarios == ("chat", "pre-train")
+    assert view._ticked_scenarios() == ["chat", "pre-train"]

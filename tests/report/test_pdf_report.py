@@ -333,3 +333,33 @@ def test_plugin_sections_are_offered_and_guarded(  # type: ignore[no-untyped-def
     text = _text(target)
     assert "Site notes" in text and "Rack budget for 3 scenarios: 42U." in text
     assert "failed: no rack data" in text and "Executive summary" in text
+
+
+def test_the_saved_comparison_sets_candidates_and_targets(qapp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """With no candidates or targets asked for, the report compares what the project's saved
+    comparison (the window's Compare tab) holds, and its recommendation meets those targets;
+    the request's own candidates and targets win over the saved ones."""
+    from workbench.core.project import Comparison
+    from workbench.engine.compare import Targets
+    from workbench.report.document import comparison_candidates
+    from workbench.report.pdf import export_report
+
+    serve = Scenario(name="chat", model="llama-3.1-70b", gpu="h100-sxm", weights="fp8", batch_size=32)
+    saved = Comparison(name="Compare tab", accelerators=("h100-sxm", "h200-sxm"), max_tpot_s=0.06)
+    project = Project(name="Saved", scenarios=(serve,), comparisons=(saved,))
+    request = ReportRequest(project=project, sections=("summary", "comparison"))
+    assert comparison_candidates(request) == ("h100-sxm", "h200-sxm")
+    data = collect(request)
+    assert data.comparison.targets == Targets(max_tpot_s=0.06)
+    rec = data.comparison.recommendation
+    assert rec is not None and rec.accelerator == "h100-sxm"  # the H200 alone misses 60 ms TPOT
+    pdf = tmp_path / "saved.pdf"
+    export_report(request, pdf)
+    text = " ".join(_text(pdf).split())
+    assert "Targets: TPOT at most 60 ms" in text
+
+    own = ReportRequest(project=project, sections=("comparison",), candidates=("h200-sxm", "b200"),
+                        targets=Targets())
+    data = collect(own)
+    assert {c.accelerator for c in data.comparison.candidates} == {"h200-sxm", "b200"}
+    assert data.comparison.targets == Targets()

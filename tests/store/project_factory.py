@@ -7,6 +7,7 @@ import datetime as dt
 from hypothesis import strategies as st
 
 from workbench.core import Accelerator, ModelArchitecture, Project, Scenario, Source
+from workbench.core.project import Comparison
 
 SOURCE = Source(title="NVIDIA H100 Tensor Core GPU Datasheet", retrieved=dt.date(2026, 11, 22))
 
@@ -50,6 +51,22 @@ scenarios = st.builds(
                                 st.floats(0, 10, allow_nan=False), max_size=3),
 )
 
+targets = st.one_of(st.none(), st.floats(1e-6, 1e9, allow_nan=False, allow_infinity=False))
+
+comparisons = st.builds(
+    Comparison,
+    name=names,
+    accelerators=st.lists(st.sampled_from(["h100-sxm", "h200-sxm", "mi300x", "my-h100-cloud"]),
+                          unique=True).map(tuple),
+    scenarios=st.lists(names, max_size=3).map(tuple),
+    max_ttft_s=targets,
+    max_tpot_s=targets,
+    min_tokens_per_s=targets,
+    deadline_days=targets,
+    budget_usd=targets,
+    budget_basis=st.sampled_from(["auto", "run", "tco", "capex"]),
+)
+
 projects = st.builds(
     Project,
     name=names,
@@ -60,4 +77,5 @@ projects = st.builds(
     scenarios=st.lists(scenarios, max_size=6, unique_by=lambda s: s.name).map(tuple),
     models=st.dictionaries(names, st.just(TINY), max_size=2),
     accelerators=st.just({CUSTOM_GPU.id: CUSTOM_GPU}),
+    comparisons=st.lists(comparisons, max_size=3, unique_by=lambda c: c.name).map(tuple),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,7 +23,24 @@ class Comparison(BaseModel):
 
     name: str = Field(min_length=1, description="Name of the comparison.")
     accelerators: tuple[str, ...] = Field((), description="Candidate accelerator ids.")
-    scenarios: tuple[str, ...] = Field((), description="Scenario names compared.")
+    scenarios: tuple[str, ...] = Field(
+        (), description="Scenario names compared (none: the scenario selected in the window)."
+    )
+    max_ttft_s: float | None = Field(None, gt=0, description="Target: time to first token at most this (s).")
+    max_tpot_s: float | None = Field(None, gt=0, description="Target: time per output token at most this (s).")
+    min_tokens_per_s: float | None = Field(None, gt=0, description="Target: throughput at least this (tokens/s).")
+    deadline_days: float | None = Field(None, gt=0, description="Target: training finishes within this (days).")
+    budget_usd: float | None = Field(None, gt=0, description="Target: spend at most this (USD).")
+    budget_basis: Literal["auto", "run", "tco", "capex"] = Field(
+        "auto",
+        description="What the budget pays for: the training run, the cheaper of buying and renting, or "
+        "buying (auto: the run for training with tokens to train on, else buy-or-rent).",
+    )
+
+    #: The target fields, in the order of ``workbench.engine.compare.Targets``.
+    TARGET_FIELDS: ClassVar[tuple[str, ...]] = (
+        "max_ttft_s", "max_tpot_s", "min_tokens_per_s", "deadline_days", "budget_usd", "budget_basis",
+    )
 
 
 class Project(BaseModel):
@@ -52,6 +70,11 @@ class Project(BaseModel):
             if scenario.name in seen:
                 raise ValueError(f"scenarios: two scenarios are named '{scenario.name}'")
             seen.add(scenario.name)
+        named: set[str] = set()
+        for comparison in self.comparisons:
+            if comparison.name in named:
+                raise ValueError(f"comparisons: two comparisons are named '{comparison.name}'")
+            named.add(comparison.name)
         return self
 
     def scenario(self, name: str) -> Scenario:

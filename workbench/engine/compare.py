@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.errors import InputError
+from workbench.core.project import Comparison as SavedComparison
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine import solvers
@@ -69,6 +70,11 @@ class Targets:
                 raise InputError(f"targets: {name} must be positive, got {value}")
         if self.budget_basis not in ("auto", "run", "tco", "capex"):
             raise InputError(f"targets: budget basis is auto, run, tco or capex, not '{self.budget_basis}'")
+
+    @classmethod
+    def of(cls, saved: SavedComparison) -> Targets:
+        """The targets a project's saved comparison holds."""
+        return cls(*(getattr(saved, name) for name in SavedComparison.TARGET_FIELDS))
 
     def as_dict(self) -> dict[str, Value]:
         return {

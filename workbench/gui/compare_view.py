@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from workbench.core.errors import InputError
 from workbench.core.hardware import Accelerator
+from workbench.core.project import Comparison as SavedComparison
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import METRIC_BY_ID, Candidate, Comparison, ScenarioComparison, Targets
 from workbench.engine.pipeline import Engine
@@ -50,6 +51,8 @@ from workbench.gui.controller import ProjectController
 from workbench.gui.solver_panel import SolverPanel, parse_amount
 
 DEBOUNCE_MS = 40
+#: The name of the comparison the view keeps in the project (its first saved comparison).
+SAVED_NAME = "Compare tab"
 ID_ROLE = Qt.ItemDataRole.UserRole
 VENDORS = (("", "All vendors"), ("nvidia", "NVIDIA"), ("amd", "AMD"), ("intel", "Intel"), ("google", "Google"),
            ("apple", "Apple"), ("other", "Other"), ("custom", "This project's own"))
@@ -91,6 +94,8 @@ class CompareView(QWidget):
         self._shown_request: CompareRequest | None = None
         self._dirty = True
         self._follow_current = True  # scenarios: the selected one, until the user ticks others
+        self._restoring = False  # applying the project's saved setup: not an edit to save back
+        self._seen_saved: SavedComparison | None = None  # the saved setup this view last wrote or showed
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -162,6 +167,7 @@ class CompareView(QWidget):
         controller.project_replaced.connect(self._on_project_replaced)
         self._fill_candidates(check_all=True)
         self._fill_scenarios()
+        self._apply_saved()
         self._set_banner("Comparing…", None)
 
     # --- building -----------------------------------------------------------------------------
@@ -411,12 +417,78 @@ class CompareView(QWidget):
 
     def _on_setup_edited(self) -> None:
         self._update_count()
+        if not self._restoring:
+            self._seen_saved = self.setup()
+            self.controller.set_comparison(self._seen_saved)
+        self.setup_changed.emit()
+        self.schedule()
+
+    # --- the project's saved setup ------------------------------------------------------------
+
+    def setup(self) -> SavedComparison:
+        """The setup on screen, as the project keeps it (a target that is not a number: none)."""
+        targets = self.targets()
+        return SavedComparison(
+            name=SAVED_NAME,
+            accelerators=tuple(self._ticked_ids()),
+            scenarios=() if self._follow_current else tuple(self._ticked_scenarios()),
+            **{name: getattr(targets, name) for name in SavedComparison.TARGET_FIELDS},
+        )
+
+    def _saved(self) -> SavedComparison | None:
+        kept = self.controller.project.comparisons
+        return kept[0] if kept else None
+
+    def _apply_saved(self, defaults_if_none: bool = False) -> None:
+        """Show the project's saved setup (opened, reverted, undone). With none: leave the view as
+        it is, or (``defaults_if_none``: the first setup edit was undone) every accelerator ticked,
+        the selected scenario, no targets."""
+        saved = self._seen_saved = self._saved()
+        if saved is None:
+            if not defaults_if_none:
+                return
+            saved = SavedComparison(name=SAVED_NAME, accelerators=tuple(a.id for a in self._accelerators()))
+        self._restoring = True
+        try:
+            wanted = set(saved.accelerators)
+            self.candidate_list.blockSignals(True)
+            for i in range(self.candidate_list.count()):
+                item = self.candidate_list.item(i)
+                on = item.data(ID_ROLE) in wanted
+                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            self.candidate_list.blockSignals(False)
+            existing = {self.scenario_list.item(i).text() for i in range(self.scenario_list.count())}
+            names = set(saved.scenarios) & existing
+            self._follow_current = not names
+            if names:
+                self.scenario_list.blockSignals(True)
+                for i in range(self.scenario_list.count()):
+                    item = self.scenario_list.item(i)
+                    on = item.text() in names
+                    item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+                self.scenario_list.blockSignals(False)
+            else:
+                self._fill_scenarios()
+            for name, _label, _unit, factor, _tip in TARGET_FIELDS:
+                value = getattr(saved, name)
+                text = "" if value is None else f"{value / factor:g}"
+                if self.target_edits[name].text() != text:
+                    self.target_edits[name].setText(text)
+            index = self.budget_basis.findData(saved.budget_basis)
+            if index >= 0 and index != self.budget_basis.currentIndex():
+                self.budget_basis.setCurrentIndex(index)
+        finally:
+            self._restoring = False
+        self._update_count()
         self.setup_changed.emit()
         self.schedule()
 
     def _on_project_replaced(self) -> None:
         self._follow_current = True
         self.comparer.forget()
+        self._fill_candidates(check_all=True)
+        self._fill_scenarios()
+        self._apply_saved()
 
     def _on_project_changed(self) -> None:
         project = self.controller.project
@@ -427,6 +499,8 @@ class CompareView(QWidget):
         if names != [s.name for s in project.scenarios] or (
                 self._follow_current and self._ticked_scenarios() != [self.controller.current]):
             self._fill_scenarios()
+        if self._saved() != self._seen_saved:  # an undo or redo of a compare setup
+            self._apply_saved(defaults_if_none=True)
         self.schedule()
 
     def schedule(self) -> None:

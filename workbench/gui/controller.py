@@ -20,7 +20,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from workbench.core.errors import describe_validation_error
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
-from workbench.core.project import Project
+from workbench.core.project import Comparison, Project
 from workbench.core.scenario import FinetuneMethod, Scenario
 from workbench.gui.catalogs import Catalogs
 
@@ -72,6 +72,19 @@ class _SnapshotCommand(QUndoCommand):
 
 def _label(path: str) -> str:
     return _LABELS.get(path, path.split(".")[-1].replace("_", " "))
+
+
+def _rename_in_comparisons(project: Project, renames: dict[str, str | None]) -> Project:
+    """Saved comparisons follow a renamed scenario (None: a deleted one drops out)."""
+    if not project.comparisons:
+        return project
+    comparisons = tuple(
+        c.model_copy(update={"scenarios": tuple(
+            renames.get(name, name) for name in c.scenarios if renames.get(name, name) is not None
+        )})
+        for c in project.comparisons
+    )
+    return project.model_copy(update={"comparisons": comparisons})
 
 
 def unique_name(base: str, taken: set[str]) -> str:
@@ -227,7 +240,8 @@ class ProjectController(QObject):
         if new_name != current.name and any(s.name == new_name for s in self.project.scenarios):
             return f"another scenario is already named '{new_name}'"
         renamed = current.model_copy(update={"name": new_name})
-        self._push(Snapshot(self._replace_scenario(renamed), new_name), f"Rename scenario to {new_name}")
+        project = _rename_in_comparisons(self._replace_scenario(renamed), {current.name: new_name})
+        self._push(Snapshot(project, new_name), f"Rename scenario to {new_name}")
         return None
 
     def delete_scenario(self) -> bool:
@@ -236,7 +250,9 @@ class ProjectController(QObject):
             return False  # a project always keeps one scenario so the charts have something to show
         index = next(i for i, s in enumerate(scenarios) if s.name == self.current)
         remaining = scenarios[:index] + scenarios[index + 1:]
-        project = self.project.model_copy(update={"scenarios": remaining})
+        project = _rename_in_comparisons(
+            self.project.model_copy(update={"scenarios": remaining}), {self.current: None}
+        )
         self._push(Snapshot(project, remaining[min(index, len(remaining) - 1)].name), f"Delete scenario {self.current}")
         return True
 
@@ -307,6 +323,15 @@ class ProjectController(QObject):
         return model_id
 
     # --- accelerators -------------------------------------------------------------------------
+
+    def set_comparison(self, comparison: Comparison) -> None:
+        """Keep the Compare tab's setup (candidates, scenarios, targets) as the project's first saved
+        comparison, so it is saved, reopened and reported on. Rapid edits merge into one undo step."""
+        kept = self.project.comparisons
+        if kept and kept[0] == comparison:
+            return
+        project = self.project.model_copy(update={"comparisons": (comparison, *kept[1:])})
+        self._push(Snapshot(project, self.current), "Compare setup", merge_key="compare-setup")
 
     def upsert_accelerator(self, accelerator: Accelerator, select: bool = True) -> None:
         """Add or replace a custom accelerator (kept in the project) and use it in this scenario."""

@@ -152,9 +152,15 @@ class ReportDialog(QDialog):
             grid.addWidget(box, i // 2, i % 2)
 
         self.candidates_edit = QLineEdit(self)
-        self.candidates_edit.setPlaceholderText("the scenarios' own accelerators")
+        saved = project.comparisons[0] if project.comparisons else None
+        self.candidates_edit.setPlaceholderText(
+            f"the Compare tab's {len(saved.accelerators)} candidates and its targets"
+            if saved is not None and saved.accelerators else "the scenarios' own accelerators"
+        )
         self.candidates_edit.setToolTip(
-            "Accelerator ids to compare, comma-separated (e.g. h100-sxm, l40s, mi300x)"
+            "Accelerator ids to compare, comma-separated (e.g. h100-sxm, l40s, mi300x). Empty: the "
+            "candidates ticked in the Compare tab (else the scenarios' own); the recommendation meets the "
+            "Compare tab's targets either way."
         )
         self.page_size = QComboBox(self)
         for size in PAGE_SIZES:

@@ -80,6 +80,9 @@ class ReportRequest:
     scenarios: tuple[str, ...] = ()
     sections: tuple[str, ...] = SECTION_IDS
     candidates: tuple[str, ...] = ()
+    #: What the recommendation must meet (``workbench.engine.compare.Targets``); None: the targets
+    #: of the project's saved comparison (the window's Compare tab), if any.
+    targets: Any = None
     page_size: str = "a4"
     title: str = "GPU sizing report"
     author: str | None = None
@@ -186,10 +189,24 @@ def collect(
 
 
 def comparison_candidates(request: ReportRequest) -> tuple[str, ...]:
-    """The accelerators compared: the request's candidates, else every one its scenarios use."""
+    """The accelerators compared: the request's candidates, else those of the project's saved
+    comparison (the Compare tab's), else every one its scenarios use."""
     if request.candidates:
         return request.candidates
+    saved = request.project.comparisons
+    if saved and saved[0].accelerators:
+        return saved[0].accelerators
     return tuple(dict.fromkeys(s.gpu for s in request.selected_scenarios()))
+
+
+def comparison_targets(request: ReportRequest) -> Any:
+    """The targets the recommendation must meet: the request's, else the saved comparison's."""
+    from workbench.engine.compare import Targets
+
+    if request.targets is not None:
+        return request.targets
+    saved = request.project.comparisons
+    return Targets.of(saved[0]) if saved else Targets()
 
 
 def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
@@ -212,6 +229,7 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
             list(scenarios),
             [compare_module.Candidate(c) for c in candidates],
             lambda s: resolve_scenario(s, project),
+            comparison_targets(request),
         )
     except InputError:
         raise

@@ -209,7 +209,7 @@ def _table(comparison: ScenarioComparison) -> str:
     )
 
 
-def _targets_text(comparison: Comparison) -> str:
+def targets_text(comparison: Comparison) -> str:
     t = comparison.targets
     parts = []
     if t.max_ttft_s is not None:
@@ -251,7 +251,7 @@ def comparison_html(comparison: Comparison, title: str = "GPU comparison") -> st
         "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
         f"<title>{_esc(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
         f"<h1>{_esc(title)}</h1>\n<p>{verdict}</p>\n"
-        f"<p class='note'>Targets: {_esc(_targets_text(comparison))}. "
+        f"<p class='note'>Targets: {_esc(targets_text(comparison))}. "
         "Ranges: every efficiency assumption at one end of its plausible range. Costs at rental prices "
         "unless marked TCO.</p>\n" + "\n".join(sections) + "\n</body>\n</html>\n"
     )

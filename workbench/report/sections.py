@@ -964,11 +964,13 @@ def format_metric_safe(metric: str, value: Any) -> str:
 
 
 def _comparison_body(comparison: Any, body: Body) -> None:
+    from workbench.report.exports import targets_text
+
     body.box(_recommendation_html(comparison))
     body.intro(
         "Each candidate is sized for each scenario: the scenario's GPU count and layout when they run, "
         "else the best layout of that count, else the fewest GPUs that fit. Candidates that fit and meet "
-        "the targets rank first, cheapest first."
+        f"the targets rank first, cheapest first. Targets: {_e(targets_text(comparison))}."
     )
     for sc in comparison.scenarios:
         body.heading(sc.scenario.name)
