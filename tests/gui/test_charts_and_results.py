@@ -109,3 +109,32 @@ def test_results_panel_figures_explanations_warnings_failures(qtbot, catalogs, p
     assert not panel.failures.isVisible()
     panel.show_error("unknown model 'x'")
     assert panel.error.isVisible() and panel.values["performance.step_time_s"].text() != "n/a"
+
+
+def test_a_point_never_hides_its_ceiling_label(qtbot, catalogs) -> None:  # type: ignore[no-untyped-def]
+    """QLoRA fine-tuning of a 70B model on L40S: the training point is compute-bound at ~1,500
+    FLOP/byte, right where the bf16 ceiling's label would sit; the label moves out of its way."""
+    import math
+
+    from PySide6.QtCore import QPointF
+
+    from workbench.core.project import Project
+    from workbench.core.scenario import Scenario
+    from workbench.pluginhost import default_engine
+
+    scenario = Scenario(name="q", model="llama-3.1-70b", gpu="l40s", workload="finetune", method="qlora",
+                        num_gpus=2, parallel={"pp": 2})
+    resolved = catalogs.resolve(scenario, Project())
+    estimate = default_engine().run(resolved)
+    chart = RooflineChart()
+    qtbot.addWidget(chart)
+    chart.resize(380, 460)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.update_estimate(estimate, resolved.cluster.accelerator)
+    ai, attainable = chart.point_data["training"]
+    assert estimate.get("roofline.training.bound") == "compute"
+    view = chart.plot.getViewBox()
+    point = view.mapViewToScene(QPointF(math.log10(ai), math.log10(attainable)))
+    label = next(lb for lb in chart.ceiling_labels if lb.toPlainText().startswith("bf16"))
+    assert not label.sceneBoundingRect().adjusted(-7, -7, 7, 7).contains(point)

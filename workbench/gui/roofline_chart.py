@@ -60,12 +60,14 @@ class RooflineChart(QWidget):
         self.slope = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
         self.ceilings: list[pg.PlotDataItem] = []
         self.ceiling_labels: list[pg.TextItem] = []
+        self._ceiling_levels: dict[int, float] = {}  # label index -> its ceiling (TFLOPS)
         small = QFont()
         small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
         for _ in range(MAX_CEILINGS):
             self.ceilings.append(self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1)))
             label = pg.TextItem("", anchor=(1, 1))
             label.setFont(small)
+            label.setZValue(10)  # over the lines, under the points
             self.plot.addItem(label, ignoreBounds=True)
             self.ceiling_labels.append(label)
         self.ridge = self.plot.plot([], [], pen=None, symbol="d", symbolSize=11,
@@ -82,6 +84,7 @@ class RooflineChart(QWidget):
             colour = theme.PHASE_COLOURS[phase]
             self.points[phase] = self.plot.plot([], [], pen=None, symbol="o", symbolSize=13, symbolBrush=colour,
                                                 symbolPen=pg.mkPen(theme.chart_background(), width=1.5))
+            self.points[phase].setZValue(20)  # over the labels' veils
             label = pg.TextItem("", color=colour, anchor=(0, 0))
             label.setFont(bold)
             self.plot.addItem(label, ignoreBounds=True)
@@ -175,7 +178,9 @@ class RooflineChart(QWidget):
                                  style=Qt.PenStyle.SolidLine if current else Qt.PenStyle.DashLine))
             label.setText(f"{' / '.join(names)}  {_fmt(tflops)}")
             label.setColor(fg if current else faint)
+            label.setAnchor((1, 1))
             label.setPos(math.log10(x_hi) - 0.05, math.log10(tflops))
+            self._ceiling_levels[i] = tflops
         self.slope.setData([x_lo, max(peaks) * 1000.0 / bandwidth], [x_lo * bandwidth / 1000.0, max(peaks)])
         self.slope.setPen(pg.mkPen(fg, width=2))
         self.ridge.setData([ridge], [peak])
@@ -218,7 +223,33 @@ class RooflineChart(QWidget):
             else:
                 label.setAnchor((1, 0))
                 label.setPos(lx - 0.06, ly - 0.04)
+        self._keep_ceiling_labels_clear(x_hi)
         self.readout.setText(self.summary_text())
+
+    def _keep_ceiling_labels_clear(self, x_hi: float) -> None:
+        """A ceiling's label sits above the right end of its line. A compute-bound point on that
+        ceiling, under the label, would hide it: the label then starts just right of the point, or,
+        with no room there, rises by the point's radius (the point's own label is below the line)."""
+        right = math.log10(x_hi) - 0.05
+        gap = 0.12  # decades between the point's centre and the text
+        y_per_pixel = self.plot.getViewBox().viewPixelSize()[1]
+        lift = 8 * y_per_pixel if y_per_pixel and not math.isinf(y_per_pixel) else 0.1
+        for i, label in enumerate(self.ceiling_labels):
+            level = self._ceiling_levels.get(i)
+            if level is None or not label.toPlainText():
+                continue
+            width = self._text_width(label)
+            on_it = [math.log10(ai) for ai, attainable in self.point_data.values()
+                     if abs(attainable / level - 1) < 0.02 and right - width - gap <= math.log10(ai)]
+            if not on_it:
+                label.setAnchor((1, 1))
+                label.setPos(right, math.log10(level))
+            elif right - (max(on_it) + gap) >= width:
+                label.setAnchor((0, 1))
+                label.setPos(max(on_it) + gap, math.log10(level))
+            else:
+                label.setAnchor((1, 1))
+                label.setPos(right, math.log10(level) + lift)
 
     def summary_text(self) -> str:
         """The roof and where each phase sits on it (shown while the mouse is elsewhere)."""
@@ -290,7 +321,7 @@ class RooflineChart(QWidget):
         # Labels sit on a veil of the background so a line running under them stays readable.
         veil = QColor(theme.chart_background())
         veil.setAlpha(210)
-        for label in (*self.point_labels.values(), self.ridge_label):
+        for label in (*self.point_labels.values(), self.ridge_label, *self.ceiling_labels):
             label.fill = pg.mkBrush(veil)
             label.update()
         self.ridge.setSymbolBrush(theme.chart_foreground())
