@@ -169,7 +169,10 @@ class RooflineChart(QWidget):
             if i >= len(peaks):
                 item.setData([], [])
                 label.setText("")
+                label.setVisible(False)  # an empty label would still paint its veil
+                self._ceiling_levels.pop(i, None)
                 continue
+            label.setVisible(True)
             tflops = peaks[i]
             names = groups[tflops]
             current = self.dtype_name in names
@@ -185,6 +188,7 @@ class RooflineChart(QWidget):
         self.slope.setPen(pg.mkPen(fg, width=2))
         self.ridge.setData([ridge], [peak])
         self.ridge_label.setText(f"ridge {_fmt(ridge)} FLOP/byte")
+        self.ridge_label.setVisible(True)
         self.ridge_label.setColor(fg)
         self.ridge_label.setPos(math.log10(ridge) - 0.08, math.log10(peak) + 0.04)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
@@ -204,11 +208,13 @@ class RooflineChart(QWidget):
                 if label.toPlainText():
                     item.setData([], [])
                     label.setText("")
+                label.setVisible(False)
                 continue
             self.point_data[phase] = (ai, attainable)
             item.setData([ai], [attainable])
             bound = estimate.get(f"roofline.{phase}.bound") if estimate is not None else None
             label.setText(phase)
+            label.setVisible(True)
             self.bounds[phase] = bound if isinstance(bound, str) else ""
             # Left of the point, where the roof leaves room: above a memory-bound point (over the
             # slope), below a compute-bound one (under its ceiling). Too near the left edge for the
@@ -287,6 +293,8 @@ class RooflineChart(QWidget):
             item.setData([], [])
         for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
             label.setText("")
+            label.setVisible(False)
+        self._ceiling_levels.clear()
         self.point_data = {}
 
     # --- hover --------------------------------------------------------------------------------
