@@ -298,3 +298,20 @@ def test_uncaught_exceptions_are_shown_and_logged_never_fatal(qtbot, monkeypatch
             handler.close()
     assert shown == ["ValueError: a bug", "ZeroDivisionError: division by zero"]
     assert "a bug" in (tmp_path / "workbench.log").read_text()
+
+
+def test_the_guide_lists_every_shortcut_and_tab(window: MainWindow) -> None:
+    """Each keyboard shortcut of the window's actions is in the guide's table, and the guide has a
+    section for each tab (Charts, Compare, Sensitivity) and for the report."""
+    from PySide6.QtGui import QAction, QKeySequence
+
+    from workbench.paths import resources_dir
+
+    guide = (resources_dir() / "help" / "index.html").read_text(encoding="utf-8")
+    shortcuts = {action.shortcut().toString(QKeySequence.SequenceFormat.PortableText)
+                 for action in window.findChildren(QAction) if not action.shortcut().isEmpty()}
+    assert {"Ctrl+E", "Ctrl+Shift+C", "Ctrl+Z"} <= shortcuts
+    missing = sorted(s for s in shortcuts if f"<b>{s}</b>" not in guide)
+    assert missing == [], "add these to resources/help/index.html's shortcut table"
+    for anchor in ("charts", "compare", "sensitivity", "report", "files", "plugins", "shortcuts"):
+        assert f'id="{anchor}"' in guide
