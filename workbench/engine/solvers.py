@@ -3,7 +3,7 @@ and the parallel layouts that fit a GPU count, best first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from workbench.core.resolved import ResolvedScenario
@@ -386,27 +386,28 @@ def first_count_meeting(
     found = search.best(counts[-1], accept)
     if found is None:
         return None
-    lo, hi = -1, len(counts) - 1  # counts[hi] meets; counts[lo] does not (or is before the start)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        layout = search.best(counts[mid], accept)
-        if layout is not None:
-            hi, found = mid, layout
-        else:
-            lo = mid
+    hi, found = _first_meeting(counts[:-1], found, lambda n: search.best(n, accept))
     if hi == 0:
         return found  # the fewest GPUs that fit already meet it
     low, high = counts[hi - 1], counts[hi]
     between = list(range((low // per_node + 1) * per_node, high, per_node))  # whole nodes
-    lo, hi = -1, len(between)  # between[lo] misses; between[hi] (or the ladder count) meets
+    return _first_meeting(between, found, lambda n: search.best(n, accept))[1]
+
+
+def _first_meeting(
+    counts: Sequence[int], meeting: Layout, best: Callable[[int], Layout | None]
+) -> tuple[int, Layout]:
+    """Bisect ``counts`` (ascending; the count after the last is known to meet, with ``meeting``):
+    the index of the first count whose ``best`` layout is not None, and that layout."""
+    lo, hi = -1, len(counts)  # counts[lo] misses (or is before the start); counts[hi] meets
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        layout = search.best(between[mid], accept)
+        layout = best(counts[mid])
         if layout is not None:
-            hi, found = mid, layout
+            hi, meeting = mid, layout
         else:
             lo = mid
-    return found
+    return hi, meeting
 
 
 def meeting_counts(gpus_per_node: int, max_gpus: int = MAX_GPUS) -> list[int]:
