@@ -395,3 +395,18 @@ def test_wrapper_tie_flag() -> None:
     result = import_hf_config(llama4)
     assert not result.architecture.tie_word_embeddings
     assert result.reference_class == "Llama4ForCausalLM" and result.reference_from_text_config
+
+
+def test_gpt_neox_is_read_as_itself_not_as_a_llama_block() -> None:
+    """Pythia-70M: 70,426,624 parameters (Biderman et al. 2023, Pythia, arXiv:2304.01373, Table 1;
+    18,915,328 without the two embedding matrices). Read as a Llama-style block (gated MLP, no
+    biases) it would be 76.7M; the exact match with transformers is in tests/validation."""
+    config = json.loads((CONFIGS / "pythia-70m" / "config.json").read_text(encoding="utf-8"))
+    imported = import_hf_config(config)
+    arch = imported.architecture
+    assert count_parameters(arch).total == 70_426_624
+    assert count_parameters(arch).total - 2 * 50304 * 512 == 18_915_328
+    assert not arch.gated_mlp and arch.norm_kind is NormKind.LAYERNORM and arch.parallel_attention_mlp
+    assert arch.position_embedding is PositionEmbedding.ROPE and arch.rope_theta == 10000
+    assert imported.reference_class == "GPTNeoXForCausalLM"
+    assert not any("unknown model_type" in note for note in imported.notes)

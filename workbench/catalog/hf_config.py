@@ -171,6 +171,9 @@ TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
                "max_position_embeddings": 2048, "tie_word_embeddings": True, "multi_query": True,
                "new_decoder_architecture": False, "parallel_attn": True, "bias": False, "alibi": False,
                "num_ln_in_parallel_attn": None},
+    "gpt_neox": {"vocab_size": 50432, "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
+                 "intermediate_size": 24576, "hidden_act": "gelu", "max_position_embeddings": 2048,
+                 "use_parallel_residual": True, "attention_bias": True, "tie_word_embeddings": False},
     "gpt2": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
              "n_inner": None, "activation_function": "gelu_new", "tie_word_embeddings": True},
     "bert": {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -214,6 +217,7 @@ _REFERENCE_CLASS: dict[str, str] = {
     "gemma3": "Gemma3ForConditionalGeneration", "phi": "PhiForCausalLM", "phi3": "Phi3ForCausalLM",
     "starcoder2": "Starcoder2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
     "llama4_text": "Llama4ForCausalLM", "falcon": "FalconForCausalLM", "gpt2": "GPT2LMHeadModel",
+    "gpt_neox": "GPTNeoXForCausalLM",
     "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
     "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration", "vit": "ViTModel",
 }
@@ -642,6 +646,43 @@ def _falcon(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _gpt_neox(c: _Cfg, notes: list[str]) -> dict[str, Any]:
+    """GPT-NeoX (Pythia, GPT-NeoX-20B): LayerNorms with biases before attention and MLP (also with
+    the parallel residual), fused QKV and output projections with biases (``attention_bias``), a
+    4x GELU MLP with biases, rotary embeddings on part of each head (no parameters), and an
+    output head of its own (``embed_out``, no bias)."""
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    if hidden % heads:
+        raise c.fail("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    bias = c.flag("attention_bias")
+    rope = _rope(c)
+    if rope["rope_theta"] is None:  # configs before transformers 5 name the base rotary_emb_base
+        rope["rope_theta"] = c.number("rotary_emb_base")
+    return {
+        "num_layers": c.integer("num_hidden_layers"),
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_kv_heads": heads,
+        "head_dim": hidden // heads,
+        "intermediate_size": c.integer("intermediate_size"),
+        "gated_mlp": False,
+        "activation": c.text("hidden_act", default="gelu"),
+        "vocab_size": c.integer("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings"),
+        "norm_kind": NormKind.LAYERNORM,
+        "norm_bias": True,
+        "norms_per_layer": 2,
+        "attention_bias": bias,
+        "attention_out_bias": bias,
+        "mlp_bias": True,
+        "parallel_attention_mlp": c.flag("use_parallel_residual"),
+        "position_embedding": PositionEmbedding.ROPE,
+        "max_position_embeddings": c.integer("max_position_embeddings"),
+        **rope,
+    }
+
+
 def _gpt2(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     hidden = c.integer("n_embd", "hidden_size")
     heads = c.integer("n_head", "num_attention_heads")
@@ -797,6 +838,7 @@ _FAMILIES: dict[str, tuple[Callable[[_Cfg, list[str]], dict[str, Any]], str]] = 
     "llama4_text": (_llama4_text, "llama"),
     "falcon": (_falcon, "falcon"),
     "gpt2": (_gpt2, "gpt2"),
+    "gpt_neox": (_gpt_neox, "gpt-neox"),
     "bert": (_bert, "bert"),
     "roberta": (_bert, "bert"),
     "xlm-roberta": (_bert, "bert"),
