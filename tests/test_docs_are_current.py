@@ -86,3 +86,12 @@ def test_every_warning_code_is_documented() -> None:
     assert len(codes) > 15  # the pattern still finds them
     documented = (ROOT / "docs" / "output-keys.md").read_text().split("## Warning codes", 1)[1]
     assert sorted(c for c in codes if f"| `{c}` |" not in documented) == []
+
+
+def test_readme_lists_every_model_type_the_importer_knows() -> None:
+    from workbench.catalog.hf_config import _FAMILIES, _WRAPPERS
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("reads these `model_type`s", 1)[1].split("Any other type", 1)[0]
+    listed = set(re.findall(r"`([a-z0-9_-]+)`", section))
+    assert listed == set(_FAMILIES) | set(_WRAPPERS)

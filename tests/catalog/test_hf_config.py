@@ -410,3 +410,16 @@ def test_gpt_neox_is_read_as_itself_not_as_a_llama_block() -> None:
     assert arch.position_embedding is PositionEmbedding.ROPE and arch.rope_theta == 10000
     assert imported.reference_class == "GPTNeoXForCausalLM"
     assert not any("unknown model_type" in note for note in imported.notes)
+
+
+def test_opt_is_read_as_itself() -> None:
+    """OPT-125M: 125,239,296 parameters as transformers builds them (tests/validation), with the two
+    offset rows of OPT's learned positions; OPT-350M's projected embeddings are refused by name."""
+    config = json.loads((CONFIGS / "opt-125m" / "config.json").read_text(encoding="utf-8"))
+    imported = import_hf_config(config)
+    assert count_parameters(imported.architecture).total == 125_239_296
+    assert imported.architecture.extra_parameters == 2 * 768
+    assert imported.reference_class == "OPTForCausalLM"
+    with pytest.raises(ModelImportError, match="word_embed_proj_dim"):
+        import_hf_config({**config, "hidden_size": 1024, "ffn_dim": 4096, "num_attention_heads": 16,
+                          "word_embed_proj_dim": 512})

@@ -129,6 +129,10 @@ SYNTHETIC: dict[str, dict[str, Any]] = {
                                  "num_attention_heads": 4, "intermediate_size": 96, "vocab_size": 100,
                                  "use_parallel_residual": False, "attention_bias": False,
                                  "tie_word_embeddings": True},
+    "opt-no-bias-untied": {"model_type": "opt", "hidden_size": 64, "num_hidden_layers": 2,
+                           "num_attention_heads": 4, "ffn_dim": 96, "vocab_size": 100,
+                           "max_position_embeddings": 64, "enable_bias": False, "tie_word_embeddings": False,
+                           "pad_token_id": 1},
     "roberta": {"model_type": "roberta", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                 "intermediate_size": 96, "vocab_size": 100, "pad_token_id": 1, "max_position_embeddings": 66,
                 "type_vocab_size": 1},
@@ -223,6 +227,7 @@ PUBLISHED: dict[str, tuple[float, float | None, str]] = {
     "flan-t5-base": (250e6, None, "Chung et al. 2022, Flan (arXiv:2210.11416), Table 2: Flan-T5-Base 250M"),
     "vit-base-patch16-224-in21k": (86e6, None, "Dosovitskiy et al. 2021 (arXiv:2010.11929), Table 1: 86M"),
     "falcon-7b": (7e9, None, "https://huggingface.co/tiiuae/falcon-7b (7B)"),
+    "opt-125m": (125e6, None, "Zhang et al. 2022, OPT (arXiv:2205.01068), Table 1: 125M"),
     "pythia-70m": (70_426_624, None, "Biderman et al. 2023, Pythia (arXiv:2304.01373), Table 1: 70,426,624"),
     "phi-3-mini-4k-instruct": (3.8e9, None, "Abdin et al. 2024, Phi-3 (arXiv:2404.14219): 3.8B"),
     # llama-2-7b: only "7B" is published (Touvron et al. 2023, Llama 2, Table 1), a size class

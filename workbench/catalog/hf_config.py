@@ -174,6 +174,10 @@ TYPE_DEFAULTS: dict[str, dict[str, Any]] = {
     "gpt_neox": {"vocab_size": 50432, "hidden_size": 6144, "num_hidden_layers": 44, "num_attention_heads": 64,
                  "intermediate_size": 24576, "hidden_act": "gelu", "max_position_embeddings": 2048,
                  "use_parallel_residual": True, "attention_bias": True, "tie_word_embeddings": False},
+    "opt": {"vocab_size": 50272, "hidden_size": 768, "num_hidden_layers": 12, "ffn_dim": 3072,
+            "num_attention_heads": 12, "max_position_embeddings": 2048, "do_layer_norm_before": True,
+            "_remove_final_layer_norm": False, "activation_function": "relu",
+            "layer_norm_elementwise_affine": True, "enable_bias": True, "tie_word_embeddings": True},
     "gpt2": {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12, "n_head": 12,
              "n_inner": None, "activation_function": "gelu_new", "tie_word_embeddings": True},
     "bert": {"vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
@@ -217,7 +221,7 @@ _REFERENCE_CLASS: dict[str, str] = {
     "gemma3": "Gemma3ForConditionalGeneration", "phi": "PhiForCausalLM", "phi3": "Phi3ForCausalLM",
     "starcoder2": "Starcoder2ForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM",
     "llama4_text": "Llama4ForCausalLM", "falcon": "FalconForCausalLM", "gpt2": "GPT2LMHeadModel",
-    "gpt_neox": "GPTNeoXForCausalLM",
+    "gpt_neox": "GPTNeoXForCausalLM", "opt": "OPTForCausalLM",
     "bert": "BertModel", "roberta": "RobertaModel", "xlm-roberta": "XLMRobertaModel",
     "t5": "T5ForConditionalGeneration", "mt5": "MT5ForConditionalGeneration", "vit": "ViTModel",
 }
@@ -683,6 +687,47 @@ def _gpt_neox(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     }
 
 
+def _opt(c: _Cfg, notes: list[str]) -> dict[str, Any]:
+    """OPT (Zhang et al. 2022): pre-LayerNorm blocks with biases, separate Q/K/V/out projections,
+    a ReLU MLP (``ffn_dim``), learned positions with two extra rows (OPT's offset of 2, counted as
+    extra parameters), and the output head tied to the embedding. OPT-350M's projected embeddings
+    and post-LayerNorm are refused rather than counted wrong."""
+    hidden = c.integer("hidden_size")
+    heads = c.integer("num_attention_heads")
+    if hidden % heads:
+        raise c.fail("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    projected = c.opt_integer("word_embed_proj_dim")
+    if projected is not None and projected != hidden:
+        raise c.fail("word_embed_proj_dim", f"({projected}) differs from hidden_size ({hidden}): "
+                     "projected embeddings (OPT-350M) are not supported")
+    if not c.flag("do_layer_norm_before") or c.flag("_remove_final_layer_norm"):
+        raise c.fail("do_layer_norm_before", "is false: post-LayerNorm OPT blocks (OPT-350M) are not supported")
+    if not c.flag("layer_norm_elementwise_affine"):
+        raise c.fail("layer_norm_elementwise_affine", "is false: LayerNorms without weights are not supported")
+    bias = c.flag("enable_bias")
+    return {
+        "num_layers": c.integer("num_hidden_layers"),
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_kv_heads": heads,
+        "head_dim": hidden // heads,
+        "intermediate_size": c.integer("ffn_dim"),
+        "gated_mlp": False,
+        "activation": c.text("activation_function", default="relu"),
+        "vocab_size": c.integer("vocab_size"),
+        "tie_word_embeddings": c.flag("tie_word_embeddings"),
+        "norm_kind": NormKind.LAYERNORM,
+        "norm_bias": True,
+        "norms_per_layer": 2,
+        "attention_bias": bias,
+        "attention_out_bias": bias,
+        "mlp_bias": bias,
+        "position_embedding": PositionEmbedding.LEARNED,
+        "max_position_embeddings": c.integer("max_position_embeddings"),
+        "extra_parameters": 2 * hidden,  # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows
+    }
+
+
 def _gpt2(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     hidden = c.integer("n_embd", "hidden_size")
     heads = c.integer("n_head", "num_attention_heads")
@@ -839,6 +884,7 @@ _FAMILIES: dict[str, tuple[Callable[[_Cfg, list[str]], dict[str, Any]], str]] = 
     "falcon": (_falcon, "falcon"),
     "gpt2": (_gpt2, "gpt2"),
     "gpt_neox": (_gpt_neox, "gpt-neox"),
+    "opt": (_opt, "opt"),
     "bert": (_bert, "bert"),
     "roberta": (_bert, "bert"),
     "xlm-roberta": (_bert, "bert"),
@@ -936,7 +982,7 @@ def import_hf_config(
             family=family.split("_")[0],
             hf_model_type=model_type or None,
             torch_dtype=_dtype(top) or _dtype(text),
-            extra_parameters=extra,
+            extra_parameters=extra + fields.pop("extra_parameters", 0),
             source=source,
             **fields,
         )
