@@ -63,10 +63,6 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
     report.set_defaults(handler=_cmd_report)
 
 
-#: The target flags' destinations (``cli_compare._add_targets``).
-TARGET_FLAGS = ("max_ttft", "max_tpot", "min_tokens_per_s", "deadline_days", "budget_usd")
-
-
 def _has_overrides(args: argparse.Namespace) -> bool:
     flags = any(value is not None for key, value in vars(args).items() if key.startswith("s_"))
     return flags or bool(args.model or args.model_config or args.assumption_overrides)
@@ -136,14 +132,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         resolve_accelerator(ident, project)  # an unknown id is refused before anything runs
     from workbench.cli_compare import _targets
 
+    from workbench.engine.compare import Targets
+
     targets = _targets(args)
-    given = any(getattr(args, name) is not None for name in TARGET_FLAGS) or args.budget_basis != "auto"
     request = ReportRequest(
         project=project,
         scenarios=names,
         sections=sections,
         candidates=candidates,
-        targets=targets if given else None,
+        targets=None if targets == Targets() else targets,  # none given: the saved comparison's
         page_size=args.page_size,
         author=args.author,
         **({"title": args.title} if args.title else {}),

@@ -655,36 +655,16 @@ def _gpt_neox(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     the parallel residual), fused QKV and output projections with biases (``attention_bias``), a
     4x GELU MLP with biases, rotary embeddings on part of each head (no parameters), and an
     output head of its own (``embed_out``, no bias)."""
-    hidden = c.integer("hidden_size")
-    heads = c.integer("num_attention_heads")
-    if hidden % heads:
-        raise c.fail("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    f = _decoder_base(c, notes)
+    if f["rope_theta"] is None:  # configs before transformers 5 name the base rotary_emb_base
+        f["rope_theta"] = c.number("rotary_emb_base")
     bias = c.flag("attention_bias")
-    rope = _rope(c)
-    if rope["rope_theta"] is None:  # configs before transformers 5 name the base rotary_emb_base
-        rope["rope_theta"] = c.number("rotary_emb_base")
-    return {
-        "num_layers": c.integer("num_hidden_layers"),
-        "hidden_size": hidden,
-        "num_attention_heads": heads,
-        "num_kv_heads": heads,
-        "head_dim": hidden // heads,
-        "intermediate_size": c.integer("intermediate_size"),
-        "gated_mlp": False,
-        "activation": c.text("hidden_act", default="gelu"),
-        "vocab_size": c.integer("vocab_size"),
-        "tie_word_embeddings": c.flag("tie_word_embeddings"),
-        "norm_kind": NormKind.LAYERNORM,
-        "norm_bias": True,
-        "norms_per_layer": 2,
-        "attention_bias": bias,
-        "attention_out_bias": bias,
-        "mlp_bias": True,
-        "parallel_attention_mlp": c.flag("use_parallel_residual"),
-        "position_embedding": PositionEmbedding.ROPE,
-        "max_position_embeddings": c.integer("max_position_embeddings"),
-        **rope,
-    }
+    f.update(
+        norm_kind=NormKind.LAYERNORM, norm_bias=True, norms_per_layer=2, gated_mlp=False,
+        attention_bias=bias, attention_out_bias=bias, mlp_bias=True,
+        parallel_attention_mlp=c.flag("use_parallel_residual"),
+    )
+    return f
 
 
 def _opt(c: _Cfg, notes: list[str]) -> dict[str, Any]:
@@ -693,9 +673,7 @@ def _opt(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     extra parameters), and the output head tied to the embedding. OPT-350M's projected embeddings
     and post-LayerNorm are refused rather than counted wrong."""
     hidden = c.integer("hidden_size")
-    heads = c.integer("num_attention_heads")
-    if hidden % heads:
-        raise c.fail("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    heads = _heads(c, hidden)
     projected = c.opt_integer("word_embed_proj_dim")
     if projected is not None and projected != hidden:
         raise c.fail("word_embed_proj_dim", f"({projected}) differs from hidden_size ({hidden}): "
@@ -708,9 +686,7 @@ def _opt(c: _Cfg, notes: list[str]) -> dict[str, Any]:
     return {
         "num_layers": c.integer("num_hidden_layers"),
         "hidden_size": hidden,
-        "num_attention_heads": heads,
-        "num_kv_heads": heads,
-        "head_dim": hidden // heads,
+        **heads,
         "intermediate_size": c.integer("ffn_dim"),
         "gated_mlp": False,
         "activation": c.text("activation_function", default="relu"),
@@ -976,13 +952,14 @@ def import_hf_config(
                 f"absent from the config, taken from transformers' {cfg.model_type} defaults: {listed}"
             )
     fields.setdefault("rope_theta", None)
+    extra += fields.pop("extra_parameters", 0)  # a family's own uncounted parts (OPT's offset rows)
     try:
         arch = ModelArchitecture(
             name=name or _default_name(config, model_type),
             family=family.split("_")[0],
             hf_model_type=model_type or None,
             torch_dtype=_dtype(top) or _dtype(text),
-            extra_parameters=extra + fields.pop("extra_parameters", 0),
+            extra_parameters=extra,
             source=source,
             **fields,
         )

@@ -37,7 +37,7 @@ class Comparison(BaseModel):
         "buying (auto: the run for training with tokens to train on, else buy-or-rent).",
     )
 
-    #: The target fields, in the order of ``workbench.engine.compare.Targets``.
+    #: The target fields, named as ``workbench.engine.compare.Targets`` names them.
     TARGET_FIELDS: ClassVar[tuple[str, ...]] = (
         "max_ttft_s", "max_tpot_s", "min_tokens_per_s", "deadline_days", "budget_usd", "budget_basis",
     )

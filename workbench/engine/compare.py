@@ -74,7 +74,7 @@ class Targets:
     @classmethod
     def of(cls, saved: SavedComparison) -> Targets:
         """The targets a project's saved comparison holds."""
-        return cls(*(getattr(saved, name) for name in SavedComparison.TARGET_FIELDS))
+        return cls(**{name: getattr(saved, name) for name in SavedComparison.TARGET_FIELDS})
 
     def as_dict(self) -> dict[str, Value]:
         return {

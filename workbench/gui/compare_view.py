@@ -304,14 +304,12 @@ class CompareView(QWidget):
 
     def _tick_shown(self, rule: Callable[[Accelerator], bool]) -> None:
         accelerators = {a.id: a for a in self._accelerators()}
-        self.candidate_list.blockSignals(True)
-        for i in range(self.candidate_list.count()):
-            item = self.candidate_list.item(i)
+
+        def on(item: QListWidgetItem) -> bool | None:
             acc = accelerators.get(str(item.data(ID_ROLE)))
-            if item.isHidden() or acc is None:
-                continue
-            item.setCheckState(Qt.CheckState.Checked if rule(acc) else Qt.CheckState.Unchecked)
-        self.candidate_list.blockSignals(False)
+            return None if item.isHidden() or acc is None else rule(acc)
+
+        _set_checked(self.candidate_list, on)
         self._on_setup_edited()
 
     def _update_count(self) -> None:
@@ -320,11 +318,7 @@ class CompareView(QWidget):
     def set_candidates(self, ids: list[str]) -> None:
         """Tick exactly these accelerators (by id)."""
         wanted = set(ids)
-        self.candidate_list.blockSignals(True)
-        for i in range(self.candidate_list.count()):
-            item = self.candidate_list.item(i)
-            item.setCheckState(Qt.CheckState.Checked if item.data(ID_ROLE) in wanted else Qt.CheckState.Unchecked)
-        self.candidate_list.blockSignals(False)
+        _set_checked(self.candidate_list, lambda item: item.data(ID_ROLE) in wanted)
         self._on_setup_edited()
 
     def candidates(self) -> tuple[Candidate, ...]:
@@ -358,11 +352,7 @@ class CompareView(QWidget):
         """Compare on exactly these scenarios (by name); the selection no longer follows the current one."""
         self._follow_current = False
         wanted = set(names)
-        self.scenario_list.blockSignals(True)
-        for i in range(self.scenario_list.count()):
-            item = self.scenario_list.item(i)
-            item.setCheckState(Qt.CheckState.Checked if item.text() in wanted else Qt.CheckState.Unchecked)
-        self.scenario_list.blockSignals(False)
+        _set_checked(self.scenario_list, lambda item: item.text() in wanted)
         self._on_setup_edited()
 
     def scenarios(self) -> tuple[Scenario, ...]:
@@ -451,22 +441,12 @@ class CompareView(QWidget):
         self._restoring = True
         try:
             wanted = set(saved.accelerators)
-            self.candidate_list.blockSignals(True)
-            for i in range(self.candidate_list.count()):
-                item = self.candidate_list.item(i)
-                on = item.data(ID_ROLE) in wanted
-                item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-            self.candidate_list.blockSignals(False)
+            _set_checked(self.candidate_list, lambda item: item.data(ID_ROLE) in wanted)
             existing = {self.scenario_list.item(i).text() for i in range(self.scenario_list.count())}
             names = set(saved.scenarios) & existing
             self._follow_current = not names
             if names:
-                self.scenario_list.blockSignals(True)
-                for i in range(self.scenario_list.count()):
-                    item = self.scenario_list.item(i)
-                    on = item.text() in names
-                    item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
-                self.scenario_list.blockSignals(False)
+                _set_checked(self.scenario_list, lambda item: item.text() in names)
             else:
                 self._fill_scenarios()
             for name, _label, _unit, factor, _tip in TARGET_FIELDS:
@@ -706,6 +686,18 @@ def banner_html(comparison: Comparison) -> str:
     lines = "".join(f"<br>{escape(r.scenario)}: {escape(headline(r))}" for r in rows)
     return (f"<span style='font-size:13pt'><b>Recommended for all {len(scenarios)} scenarios: "
             f"{escape(short_name(rows[0].accelerator_name))}</b></span><small>{lines}</small>")
+
+
+def _set_checked(items: QListWidget, on: Callable[[QListWidgetItem], bool | None]) -> None:
+    """Tick each item for which ``on`` is true, untick it when false, leave it when None; no
+    itemChanged signals (callers say themselves what changed)."""
+    items.blockSignals(True)
+    for i in range(items.count()):
+        item = items.item(i)
+        state = on(item)
+        if state is not None:
+            item.setCheckState(Qt.CheckState.Checked if state else Qt.CheckState.Unchecked)
+    items.blockSignals(False)
 
 
 def _same_request(a: CompareRequest, b: CompareRequest) -> bool:

@@ -78,12 +78,10 @@ def _rename_in_comparisons(project: Project, renames: dict[str, str | None]) -> 
     """Saved comparisons follow a renamed scenario (None: a deleted one drops out)."""
     if not project.comparisons:
         return project
-    comparisons = tuple(
-        c.model_copy(update={"scenarios": tuple(
-            renames.get(name, name) for name in c.scenarios if renames.get(name, name) is not None
-        )})
-        for c in project.comparisons
-    )
+    def follow(names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(new for new in (renames.get(name, name) for name in names) if new is not None)
+
+    comparisons = tuple(c.model_copy(update={"scenarios": follow(c.scenarios)}) for c in project.comparisons)
     return project.model_copy(update={"comparisons": comparisons})
 
 
@@ -322,7 +320,7 @@ class ProjectController(QObject):
         self._push(Snapshot(project, self.current), f"Edit model {arch.name}", f"arch:{self.current}:{model_id}")
         return model_id
 
-    # --- accelerators -------------------------------------------------------------------------
+    # --- compare setup ------------------------------------------------------------------------
 
     def set_comparison(self, comparison: Comparison) -> None:
         """Keep the Compare tab's setup (candidates, scenarios, targets) as the project's first saved
@@ -332,6 +330,8 @@ class ProjectController(QObject):
             return
         project = self.project.model_copy(update={"comparisons": (comparison, *kept[1:])})
         self._push(Snapshot(project, self.current), "Compare setup", merge_key="compare-setup")
+
+    # --- accelerators -------------------------------------------------------------------------
 
     def upsert_accelerator(self, accelerator: Accelerator, select: bool = True) -> None:
         """Add or replace a custom accelerator (kept in the project) and use it in this scenario."""

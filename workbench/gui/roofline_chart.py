@@ -181,9 +181,7 @@ class RooflineChart(QWidget):
                                  style=Qt.PenStyle.SolidLine if current else Qt.PenStyle.DashLine))
             label.setText(f"{' / '.join(names)}  {_fmt(tflops)}")
             label.setColor(fg if current else faint)
-            label.setAnchor((1, 1))
-            label.setPos(math.log10(x_hi) - 0.05, math.log10(tflops))
-            self._ceiling_levels[i] = tflops
+            self._ceiling_levels[i] = tflops  # placed by _keep_ceiling_labels_clear, with the points
         self.slope.setData([x_lo, max(peaks) * 1000.0 / bandwidth], [x_lo * bandwidth / 1000.0, max(peaks)])
         self.slope.setPen(pg.mkPen(fg, width=2))
         self.ridge.setData([ridge], [peak])

@@ -11,6 +11,7 @@ Colours are the Okabe-Ito set the window uses, so a chart reads the same on scre
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -62,16 +63,18 @@ def report_font(family: str, size: float, bold: bool = False, italic: bool = Fal
     return font
 
 
-class Chart:
-    """A chart: ``height_for(width)`` and ``paint(painter, rect)``."""
+class Chart(ABC):
+    """A chart: ``height_for(width)`` and ``paint(painter, rect)``; each kind implements both."""
 
     style: ChartStyle = ChartStyle()
 
+    @abstractmethod
     def height_for(self, width: float) -> float:
-        raise NotImplementedError
+        """Height the chart wants at ``width`` (points)."""
 
+    @abstractmethod
     def paint(self, painter: QPainter, rect: QRectF) -> None:
-        raise NotImplementedError
+        """Draw the chart in ``rect``."""
 
 
 # --- helpers --------------------------------------------------------------------------------------
