@@ -89,9 +89,9 @@ def test_every_warning_code_is_documented() -> None:
 
 
 def test_readme_lists_every_model_type_the_importer_knows() -> None:
-    from workbench.catalog.hf_config import _FAMILIES, _WRAPPERS
+    from workbench.catalog.hf_config import known_model_types
 
     readme = (ROOT / "README.md").read_text()
     section = readme.split("reads these `model_type`s", 1)[1].split("Any other type", 1)[0]
     listed = set(re.findall(r"`([a-z0-9_-]+)`", section))
-    assert listed == set(_FAMILIES) | set(_WRAPPERS)
+    assert listed == known_model_types()

@@ -138,7 +138,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             raise InputError(f"{path}: no config.json and no *.safetensors files: not a model folder")
     if not config_present:
         raise InputError(f"{path}: a config.json is needed to read the architecture")
-    imported = import_hf_path(path)
+    imported = import_hf_path(path, approximate=args.approximate)
     arch = imported.architecture
     counts = count_parameters(arch)
     if args.json:
@@ -148,6 +148,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             "parameters": {"total": counts.total, "active": counts.active, "breakdown": dict(counts.breakdown)},
             "checkpoint": None,
             "reference_class": imported.reference_class,
+            "approximate": arch.approximate,
             "notes": list(imported.notes),
         }
         if checkpoint is not None:
@@ -159,6 +160,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
         _emit_json(doc)
         return 0
     print(f"{arch.name}  ({arch.hf_model_type or arch.family}, {arch.kind.value}, {arch.attention_kind})")
+    if arch.approximate:
+        print(f"  APPROXIMATE: {arch.approximate}; every estimate from it is marked approximate")
     print(f"  parameters   {counts.total:,} total ({format_count(counts.total)}), "
           f"{counts.active:,} active per token ({format_count(counts.active)})")
     print(f"  layers {arch.num_layers}, hidden {arch.hidden_size}, heads {arch.num_attention_heads} "
@@ -392,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="read a config.json or model folder and count its parameters")
     imp.add_argument("path", help="config.json file or model folder")
     imp.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    imp.add_argument(
+        "--approximate",
+        action="store_true",
+        help="read an unknown model_type as a Llama-style block instead of refusing it (marked approximate)",
+    )
     imp.set_defaults(handler=_cmd_import)
 
     scen = sub.add_parser("scenario", help="validate scenario flags/file and print the scenario")

@@ -79,6 +79,12 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     source = group.add_mutually_exclusive_group()
     source.add_argument("--model", help="model id (see `catalog models`)")
     source.add_argument("--model-config", metavar="PATH", help="a config.json file or model folder")
+    parser.add_argument(
+        "--approximate",
+        action="store_true",
+        help="read a config.json whose model_type the importer does not know as a Llama-style block "
+        "instead of refusing it; every estimate then carries an approximate-architecture warning",
+    )
     group.add_argument(
         "--scenario", metavar="FILE|NAME",
         help="a scenario file (JSON or YAML), or with --project a scenario's name; flags override it",
@@ -171,6 +177,10 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
         data.setdefault("assumptions", {})[ident.strip()] = value
     if "model" not in data:
         raise InputError("scenario: a model is needed (--model ID or --model-config PATH)")
+    if getattr(args, "approximate", False) and isinstance(data["model"], str):
+        from workbench.catalog.models import allow_approximate
+
+        allow_approximate(data["model"])
     if "gpu" not in data:
         data["gpu"] = "h100-sxm"
     _fill_gpu_count(data)

@@ -167,3 +167,58 @@ def test_the_editor_round_trips_every_catalog_model(qtbot, controller) -> None: 
         panel.editor.set_architecture(entry.architecture)
         assert panel.editor.validate() == entry.architecture, model_id
         assert not panel.editor.errors, model_id
+
+
+def _unknown_moe_config(tmp_path: Path) -> Path:
+    import json
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({
+        "model_type": "made_up_moe", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 4,
+        "intermediate_size": 512, "vocab_size": 1000, "num_local_experts": 8,
+    }), encoding="utf-8")
+    return path
+
+
+def _answer_dialog(qtbot, button_text: str, seen: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """Press ``button_text`` on the modal message box once it is up (it runs its own event loop)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+
+    def press() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(20, press)
+            return
+        seen.append(box.text() + " " + box.informativeText())
+        for button in box.buttons():
+            if button.text().replace("&", "") == button_text:
+                button.click()
+                return
+        raise AssertionError(f"no button {button_text!r}")
+
+    QTimer.singleShot(20, press)
+
+
+def test_an_unknown_architecture_is_refused_in_a_dialog_unless_approximated(qtbot, controller, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    panel = _panel(qtbot, controller)
+    path = _unknown_moe_config(tmp_path)
+    before = dict(controller.project.models)
+    seen: list[str] = []
+    _answer_dialog(qtbot, "Cancel", seen)
+    assert panel.import_model(path) is False
+    assert seen and "num_local_experts" in seen[0]
+    assert controller.project.models == before  # nothing imported
+    _answer_dialog(qtbot, "Import as Approximation", seen)
+    assert panel.import_model(path) is True
+    arch = controller.model_architecture()
+    assert arch.approximate and "num_local_experts" in arch.approximate
+
+
+def test_an_approximated_model_warns_in_the_results(qtbot, window, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = _unknown_moe_config(tmp_path)
+    seen: list[str] = []
+    _answer_dialog(qtbot, "Import as Approximation", seen)
+    with qtbot.waitSignal(window.estimate_shown, timeout=5000):
+        assert window.model_panel.import_model(path)
+    assert "approximation" in window.results_panel.warnings.text()

@@ -160,6 +160,16 @@ def get_model(model_id: str, directory: str | Path | None = None) -> CatalogMode
     raise CatalogError(f"unknown model '{model_id}'{hint}")
 
 
+#: Config files / folders the user asked to read approximately when their model_type is unknown
+#: (``--approximate``): a choice made for this process, not stored in any scenario.
+_APPROXIMATE_PATHS: set[Path] = set()
+
+
+def allow_approximate(path: str | Path) -> None:
+    """Let :func:`resolve_model` read ``path`` as an approximation if its ``model_type`` is unknown."""
+    _APPROXIMATE_PATHS.add(Path(path).expanduser().resolve())
+
+
 def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -> ModelArchitecture:
     """A catalog id (or a catalog model's Hugging Face repo), or a ``config.json`` / model folder
     path, as an architecture. Catalog ids win over same-named relative paths."""
@@ -173,7 +183,7 @@ def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -
             return by_repo[0].architecture
     path = Path(id_or_path).expanduser()
     if path.exists():
-        return import_hf_path(path).architecture
+        return import_hf_path(path, approximate=path.resolve() in _APPROXIMATE_PATHS).architecture
     if isinstance(id_or_path, Path) or "/" in text or "\\" in text or text.endswith(".json"):
         raise ModelImportError(f"{text}: no such file or folder, and no catalog model with that repo")
     return get_model(text, directory).architecture

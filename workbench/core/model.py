@@ -140,6 +140,89 @@ class VisionConfig(BaseModel):
         return (self.image_size // self.patch_size) ** 2
 
 
+class RecurrentKind(str, Enum):
+    """Token mixers that keep a fixed-size state per sequence instead of a growing KV cache."""
+
+    MAMBA = "mamba"  # Mamba-1 selective scan (Gu & Dao 2023; Jamba)
+    MAMBA2 = "mamba2"  # Mamba-2 state-space duality (Dao & Gu 2024; Nemotron-H, Bamba, Falcon-H1, ...)
+    GATED_DELTANET = "gated-deltanet"  # Gated DeltaNet linear attention (Yang et al. 2024; Qwen3-Next)
+    KDA = "kda"  # Kimi Delta Attention (Kimi-Linear)
+    SHORT_CONV = "short-conv"  # gated short convolution (LFM2)
+
+
+class RecurrentMixer(BaseModel):
+    """One recurrent token mixer (state-space or linear attention), as the family reader describes it.
+
+    The reader knows each family's module layout; here it is reduced to what sizing needs. The
+    parameters of one mixer are exactly ``sum(in x out for projections) + other_parameters``.
+    The state a sequence keeps in one such layer does not grow with the context: a convolution
+    window (``conv_state_elements``) and a recurrent state (``ssm_state_elements``: the SSM state
+    of Mamba, the delta-rule memory of Gated DeltaNet / KDA).
+    """
+
+    model_config = _FROZEN
+
+    kind: RecurrentKind = Field(description="Which recurrent mixer (Mamba-2, Gated DeltaNet, ...).")
+    projections: tuple[tuple[int, int], ...] = Field(
+        description="(in, out) features of each linear projection of one mixer (in/out projections, "
+        "x/dt projections): what FLOPs, tensor parallelism and LoRA act on."
+    )
+    other_parameters: int = Field(
+        0,
+        ge=0,
+        description="Parameters of one mixer besides the projection weights: convolution weights and "
+        "biases, projection biases, dt bias, A, D, gated norms.",
+    )
+    heads: int = Field(gt=0, description="Heads of the recurrence (SSM heads / value heads).")
+    head_dim: int = Field(gt=0, description="Value dims per head.")
+    state_size: int = Field(gt=0, description="State dims per head (SSM d_state / key head dims).")
+    groups: int = Field(1, gt=0, description="Groups of shared B/C (Mamba-2) or key heads (DeltaNet).")
+    conv_channels: int = Field(0, ge=0, description="Channels of the causal depthwise convolution.")
+    conv_kernel: int = Field(0, ge=0, description="Kernel width of the causal convolution.")
+    chunk_size: int = Field(
+        0, ge=0, description="Chunk length of the chunked scan kernel (0: a sequential scan)."
+    )
+    conv_state_elements: int = Field(
+        ge=0, description="Convolution-window elements one sequence keeps per layer while generating."
+    )
+    ssm_state_elements: int = Field(
+        ge=0, description="Recurrent-state elements one sequence keeps per layer while generating."
+    )
+    ssm_state_fp32: bool = Field(
+        False,
+        description="The recurrent state is kept in fp32 whatever the model dtype (as the family's "
+        "cache allocates it).",
+    )
+
+    @property
+    def projection_parameters(self) -> int:
+        return sum(i * o for i, o in self.projections)
+
+    @property
+    def parameters(self) -> int:
+        return self.projection_parameters + self.other_parameters
+
+
+class LayerMixer(str, Enum):
+    """What mixes tokens in one block."""
+
+    ATTENTION = "attention"  # softmax attention (sliding when the layer is in sliding_window.layers)
+    RECURRENT = "recurrent"  # the model's recurrent mixer
+    PARALLEL = "attention+recurrent"  # both, side by side on the same input (Falcon-H1)
+    NONE = "none"  # no token mixer (an FFN-only block)
+
+
+class AttentionIndexer(BaseModel):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2): scores the cached tokens so
+    attention reads only the top-k of them; it caches one key of ``head_dim`` per token and layer."""
+
+    model_config = _FROZEN
+
+    heads: int = Field(gt=0, description="Indexer heads.")
+    head_dim: int = Field(gt=0, description="Dims of an indexer query/key head.")
+    top_k: int = Field(gt=0, description="Tokens each query attends to after indexing.")
+
+
 class EncoderDecoderConfig(BaseModel):
     """The decoder stack of an encoder-decoder model (T5)."""
 
@@ -182,6 +265,19 @@ class ModelArchitecture(BaseModel):
         2, ge=0, description="Norm modules per block (2 usual; 1 for Falcon-7B's parallel block; 4 Gemma 2/3)."
     )
     qk_norm: bool = Field(False, description="Per-head RMSNorm on queries and keys (Qwen3, Gemma 3).")
+    qk_norm_full_width: bool = Field(
+        False,
+        description="The query/key norms span all heads (OLMo 2, OLMoE: q over heads x head_dim, k over "
+        "kv_heads x head_dim) instead of one head.",
+    )
+    attention_sinks: bool = Field(
+        False, description="A learned sink logit per head joins every softmax (gpt-oss)."
+    )
+    attention_output_gate: bool = Field(
+        False,
+        description="The query projection also produces a sigmoid gate on the attention output "
+        "(Qwen3-Next): q_proj is twice as wide.",
+    )
     final_norm: bool = Field(True, description="A norm after the last block.")
     embedding_norm: bool = Field(False, description="A norm right after the embeddings (BERT).")
     attention_bias: bool = Field(False, description="Q, K and V projections carry biases.")
@@ -205,6 +301,28 @@ class ModelArchitecture(BaseModel):
     mla: MLAConfig | None = Field(None, description="Multi-head latent attention, if used.")
     sliding_window: SlidingWindow | None = Field(None, description="Sliding-window attention, if used.")
     vision: VisionConfig | None = Field(None, description="Patch embedding, for vision transformers.")
+    recurrent: RecurrentMixer | None = Field(
+        None, description="The recurrent (state-space / linear-attention) mixer of hybrid models."
+    )
+    layer_mixers: tuple[LayerMixer, ...] | None = Field(
+        None,
+        description="Token mixer of each block (None: attention in every block). Recurrent blocks keep "
+        "a fixed state per sequence instead of a KV cache.",
+    )
+    ffn_free_layers: tuple[int, ...] = Field(
+        (), description="Indices of blocks without a feed-forward part (Mamba-2, Nemotron-H mixer blocks)."
+    )
+    single_part_norms: int = Field(
+        1, ge=0, description="Norm modules of a block that holds only a mixer or only an FFN."
+    )
+    indexer: AttentionIndexer | None = Field(
+        None, description="Sparse-attention indexer of each attention block (DeepSeek-V3.2)."
+    )
+    approximate: str | None = Field(
+        None,
+        description="Why this architecture is only an approximation (an unknown config read as a "
+        "Llama-style block on request); every estimate made from it says so.",
+    )
     encoder_decoder: EncoderDecoderConfig | None = Field(
         None, description="Decoder stack, for encoder-decoder models."
     )
@@ -233,6 +351,19 @@ class ModelArchitecture(BaseModel):
             bad = [i for i in self.moe.dense_layers if not 0 <= i < self.num_layers]
             if bad:
                 raise ValueError(f"moe.dense_layers: layer indices {bad} outside 0..{self.num_layers - 1}")
+        if self.layer_mixers is not None:
+            if len(self.layer_mixers) != self.num_layers:
+                raise ValueError(
+                    f"layer_mixers: {len(self.layer_mixers)} entries for {self.num_layers} layers"
+                )
+            needs_recurrent = any(
+                m in (LayerMixer.RECURRENT, LayerMixer.PARALLEL) for m in self.layer_mixers
+            )
+            if needs_recurrent and self.recurrent is None:
+                raise ValueError("layer_mixers: recurrent layers need the recurrent mixer (recurrent)")
+        bad = [i for i in self.ffn_free_layers if not 0 <= i < self.num_layers]
+        if bad:
+            raise ValueError(f"ffn_free_layers: layer indices {bad} outside 0..{self.num_layers - 1}")
         if self.sliding_window is not None and self.sliding_window.layers is not None:
             bad = [i for i in self.sliding_window.layers if not 0 <= i < self.num_layers]
             if bad:
@@ -264,12 +395,45 @@ class ModelArchitecture(BaseModel):
         extra = self.encoder_decoder.num_decoder_layers if self.encoder_decoder else 0
         return self.num_layers + extra
 
+    def mixer(self, index: int) -> LayerMixer:
+        """Token mixer of block ``index`` (decoder blocks of encoder-decoder models: attention)."""
+        if self.layer_mixers is None or index >= self.num_layers:
+            return LayerMixer.ATTENTION
+        return self.layer_mixers[index]
+
+    def has_attention(self, index: int) -> bool:
+        return self.mixer(index) in (LayerMixer.ATTENTION, LayerMixer.PARALLEL)
+
+    def has_recurrent(self, index: int) -> bool:
+        return self.mixer(index) in (LayerMixer.RECURRENT, LayerMixer.PARALLEL)
+
+    def has_ffn(self, index: int) -> bool:
+        return index not in self.ffn_free_layers
+
+    @property
+    def attention_layers(self) -> int:
+        """Blocks with softmax attention (the ones that keep a KV cache when decoding)."""
+        if self.layer_mixers is None:
+            return self.total_layers
+        return sum(self.has_attention(i) for i in range(self.total_layers))
+
+    @property
+    def recurrent_layers(self) -> int:
+        if self.layer_mixers is None:
+            return 0
+        return sum(self.has_recurrent(i) for i in range(self.num_layers))
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Some blocks are not plain attention + FFN blocks."""
+        return self.layer_mixers is not None or bool(self.ffn_free_layers)
+
     def is_moe_layer(self, index: int) -> bool:
-        if self.moe is None or index in self.moe.dense_layers:
+        if self.moe is None or index in self.moe.dense_layers or index in self.ffn_free_layers:
             return False
         return (index + 1) % self.moe.moe_layer_interval == 0
 
     def uses_sliding_window(self, index: int) -> bool:
-        if self.sliding_window is None:
+        if self.sliding_window is None or not self.has_attention(index):
             return False
         return self.sliding_window.layers is None or index in self.sliding_window.layers

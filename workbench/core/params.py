@@ -18,6 +18,13 @@ Conventions that a count depends on:
   relative position bias table (``buckets x heads``) sits in the first block of each stack.
 * ``extra_parameters`` (towers the fields do not describe) count in the total and, being dense,
   in the active count.
+* Hybrid models: a block has attention only when ``layer_mixers`` says so, a recurrent mixer
+  (``recurrent``, whose exact size the family reader gives) when it says so, and no FFN when it is
+  in ``ffn_free_layers``; a block with a single part carries ``single_part_norms`` norms.
+* ``attention_sinks`` adds one logit per head, ``attention_output_gate`` doubles ``q_proj``,
+  ``qk_norm_full_width`` norms span all heads, and an ``indexer`` (DeepSeek-V3.2) adds its query
+  up-projection from the query latent, its key projection with a LayerNorm, and a per-head weight
+  projection.
 
 Everything here is plain integer arithmetic on already validated fields (no validation, no
 allocation per layer beyond a few ints) so the engine can call it in its hot paths.
@@ -30,7 +37,7 @@ from dataclasses import dataclass, field
 from workbench.core.model import Head, ModelArchitecture, ModelKind, PositionEmbedding
 
 #: Keys of :attr:`ParameterCount.breakdown`, in display order.
-BREAKDOWN_KEYS = ("embedding", "attention", "mlp", "experts", "norms", "lm_head", "other")
+BREAKDOWN_KEYS = ("embedding", "attention", "recurrent", "mlp", "experts", "norms", "lm_head", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +99,30 @@ def attention_parameters(arch: ModelArchitecture) -> tuple[int, int]:
         return q + kv + o, norms
     q_width = heads * arch.head_dim
     kv_width = arch.num_kv_heads * arch.head_dim
-    proj = h * (q_width + 2 * kv_width) + q_width * h + out_bias
+    q_out = 2 * q_width if arch.attention_output_gate else q_width
+    proj = h * (q_out + 2 * kv_width) + q_width * h + out_bias
     if arch.attention_bias:
-        proj += q_width + 2 * kv_width
-    norms = 2 * arch.head_dim if arch.qk_norm else 0
+        proj += q_out + 2 * kv_width
+    if arch.attention_sinks:
+        proj += heads
+    if not arch.qk_norm:
+        norms = 0
+    elif arch.qk_norm_full_width:
+        norms = _norm(arch, q_width) + _norm(arch, kv_width)
+    else:
+        norms = 2 * arch.head_dim
     return proj, norms
+
+
+def indexer_parameters(arch: ModelArchitecture) -> int:
+    """DeepSeek-V3.2 indexer of one attention block: wq_b (query latent -> heads x dim), wk (hidden ->
+    dim) with a LayerNorm (weight and bias), and weights_proj (hidden -> heads)."""
+    ix = arch.indexer
+    if ix is None:
+        return 0
+    q_in = arch.mla.q_lora_rank if arch.mla is not None and arch.mla.q_lora_rank else arch.hidden_size
+    h = arch.hidden_size
+    return q_in * ix.heads * ix.head_dim + h * ix.head_dim + 2 * ix.head_dim + h * ix.heads
 
 
 def expert_parameters(arch: ModelArchitecture) -> int:
@@ -136,10 +162,11 @@ class LayerParameters:
     norms: int
     inactive: int
     buffers: int
+    recurrent: int = 0
 
     @property
     def total(self) -> int:
-        return self.attention + self.mlp + self.experts + self.norms
+        return self.attention + self.recurrent + self.mlp + self.experts + self.norms
 
     @property
     def active(self) -> int:
@@ -154,8 +181,16 @@ def layer_breakdown(arch: ModelArchitecture, index: int) -> LayerParameters:
     """
     if not 0 <= index < arch.total_layers:
         raise IndexError(f"layer {index} outside 0..{arch.total_layers - 1}")
-    proj, qk_norms = attention_parameters(arch)
-    norms = arch.norms_per_layer * _norm(arch, arch.hidden_size) + qk_norms
+    if arch.has_attention(index):
+        proj, qk_norms = attention_parameters(arch)
+        proj += indexer_parameters(arch)
+    else:
+        proj, qk_norms = 0, 0
+    recurrent = arch.recurrent.parameters if arch.has_recurrent(index) and arch.recurrent else 0
+    has_ffn = arch.has_ffn(index)
+    parts = (arch.mixer(index).value != "none") + has_ffn
+    per_block = arch.norms_per_layer if parts == 2 else arch.single_part_norms
+    norms = per_block * _norm(arch, arch.hidden_size) + qk_norms
     decoder_block = index >= arch.num_layers
     if decoder_block:
         proj *= 2  # self-attention and cross-attention
@@ -166,8 +201,9 @@ def layer_breakdown(arch: ModelArchitecture, index: int) -> LayerParameters:
     if arch.is_moe_layer(index):
         moe_total, inactive = _moe_block(arch)
         buffers = arch.moe.num_experts if arch.moe and arch.moe.router_bias else 0
-        return LayerParameters(proj, 0, moe_total, norms, inactive, buffers)
-    return LayerParameters(proj, _ffn(arch, arch.intermediate_size), 0, norms, 0, 0)
+        return LayerParameters(proj, 0, moe_total, norms, inactive, buffers, recurrent)
+    mlp = _ffn(arch, arch.intermediate_size) if has_ffn else 0
+    return LayerParameters(proj, mlp, 0, norms, 0, 0, recurrent)
 
 
 def layer_parameters(arch: ModelArchitecture, index: int) -> int:
@@ -219,15 +255,22 @@ def lm_head_parameters(arch: ModelArchitecture) -> int:
 def count_parameters(arch: ModelArchitecture) -> ParameterCount:
     """Exact parameter count of ``arch``, total and active, broken down by part."""
     emb, emb_norm = embedding_parameters(arch)
-    attention = mlp = experts = norms = inactive = buffers = 0
+    attention = recurrent = mlp = experts = norms = inactive = buffers = 0
     # Blocks repeat: compute each distinct kind of block once.
-    cache: dict[tuple[bool, bool, bool], LayerParameters] = {}
+    cache: dict[tuple[object, ...], LayerParameters] = {}
     for index in range(arch.total_layers):
-        key = (index >= arch.num_layers, arch.is_moe_layer(index), index in (0, arch.num_layers))
+        key = (
+            index >= arch.num_layers,
+            arch.is_moe_layer(index),
+            index in (0, arch.num_layers),
+            arch.mixer(index),
+            arch.has_ffn(index),
+        )
         layer = cache.get(key)
         if layer is None:
             layer = cache[key] = layer_breakdown(arch, index)
         attention += layer.attention
+        recurrent += layer.recurrent
         mlp += layer.mlp
         experts += layer.experts
         norms += layer.norms
@@ -240,6 +283,7 @@ def count_parameters(arch: ModelArchitecture) -> ParameterCount:
     breakdown = {
         "embedding": emb,
         "attention": attention,
+        "recurrent": recurrent,
         "mlp": mlp,
         "experts": experts,
         "norms": norms,

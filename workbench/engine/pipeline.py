@@ -190,6 +190,8 @@ class Engine:
         )
         estimate = Estimate(resolved, values, assumptions)
         warnings = estimate.warnings
+        if resolved.model.approximate:
+            warnings.append(_approximate_warning(resolved.model.approximate))
         failed_keys: set[str] = set()
         for est, needs, produces in steps:
             if needs and not values.keys() >= needs:
@@ -234,3 +236,14 @@ class Engine:
                 raise TypeError(f"{ident} returned undeclared result {key!r}")
             if not isinstance(quantity, Quantity):
                 raise TypeError(f"{ident} returned {type(quantity).__name__} for {key!r}, not a Quantity")
+
+
+def _approximate_warning(why: str) -> Warning:
+    """Every number of an estimate made from an approximated architecture inherits its doubt."""
+    return Warning(
+        "approximate-architecture",
+        f"the model is an approximation ({why}): parameter counts, memory, FLOPs and speed may be wrong",
+        severity="warning",
+        fix="import a config whose model_type the importer reads block for block, or check the counts "
+        "against the checkpoint's safetensors headers",
+    )

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.catalog.hf_config import load_hf_config
+from workbench.catalog.hf_config import UnknownArchitectureError, load_hf_config
 from workbench.core.errors import InputError
 from workbench.gui.controller import ProjectController
 from workbench.gui.model_editor import ModelEditor
@@ -116,12 +116,18 @@ class ModelPanel(QWidget):
         if path:
             self.import_model(Path(path))
 
-    def import_model(self, path: Path) -> bool:
-        """Import a config.json or folder into the project; a bad file is a message, never a traceback."""
+    def import_model(self, path: Path, approximate: bool = False) -> bool:
+        """Import a config.json or folder into the project; a bad file is a message, never a traceback.
+
+        An unknown architecture that a Llama-style reading would get wrong is refused in a dialog
+        that offers to import it anyway as an approximation (every estimate then says so).
+        """
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                arch = load_hf_config(path)
+                arch = load_hf_config(path, approximate=approximate)
+        except UnknownArchitectureError as exc:
+            return self._offer_approximation(path, str(exc))
         except InputError as exc:
             QMessageBox.warning(self, "Cannot import model", str(exc))
             return False
@@ -132,6 +138,25 @@ class ModelPanel(QWidget):
         notes = "; ".join(str(w.message) for w in caught)
         self.status_message.emit(f"Imported {arch.name} as '{model_id}' from {path}" + (f" ({notes})" if notes else ""))
         return True
+
+    def _offer_approximation(self, path: Path, reason: str) -> bool:
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Unknown architecture")
+        box.setText("This model's architecture is not one the workbench reads exactly.")
+        box.setInformativeText(
+            reason.split(": ", 1)[-1]
+            + "\n\nImporting it anyway reads it as a plain Llama-style block: parameter counts, memory and "
+            "speed may be far off, and every estimate will carry an 'approximate-architecture' warning."
+        )
+        anyway = box.addButton("Import as Approximation", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.exec()
+        if box.clickedButton() is not anyway:
+            self.status_message.emit(f"Import of {path} cancelled: unknown architecture")
+            return False
+        return self.import_model(path, approximate=True)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
         if any(_importable(p) for p in _local_paths(event)):

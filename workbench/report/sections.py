@@ -378,6 +378,14 @@ def build_summary(data: ReportData, body: Body) -> None:
     body.section("Executive summary", anchor="summary")
     comparison = data.comparison
     single = len(data.estimates) == 1
+    approximate = sorted({e.resolved.model.name for e in data.estimates if e.resolved.model.approximate})
+    if approximate:
+        # An approximated architecture casts doubt on every number: say so before any verdict.
+        body.box(
+            f'<span class="bad"><b>Approximate architecture.</b></span> {_e(", ".join(approximate))} '
+            "could not be read block for block and was read as a Llama-style block on request: "
+            "parameter counts, memory, FLOPs and speed in this report may be far off."
+        )
     if comparison is not None:
         body.box(_recommendation_html(comparison))
     elif single:

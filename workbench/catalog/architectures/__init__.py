@@ -1,0 +1,19 @@
+"""Family readers of Hugging Face ``config.json`` files, one module per family group.
+
+Each module registers its readers (:func:`workbench.catalog.architectures.registry.reads`) when
+imported; importing this package imports them all. :mod:`workbench.catalog.hf_config` is the
+entry point that uses them.
+"""
+
+from workbench.catalog.architectures import (  # noqa: F401 - imported to register their readers
+    deepseek,
+    encoders,
+    gemma,
+    gpt,
+    llama,
+    phi,
+    qwen,
+)
+from workbench.catalog.architectures.registry import READERS, Reader
+
+__all__ = ["READERS", "Reader"]
