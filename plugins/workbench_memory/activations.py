@@ -83,6 +83,7 @@ formula text is built only when read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from workbench.core.model import Head, ModelArchitecture, NormKind, PositionEmbedding
@@ -121,13 +122,14 @@ ALL_LOGITS = "memory.act_logits_all_positions"
 ASSUMPTIONS: tuple[ActivationAssumption, ...] = (
     ActivationAssumption(
         id=DROPOUT,
-        title="Dropout probability in training",
+        title="Dropout probability in training (overrides the model's)",
         default=0.0,
         unit="probability",
         source="Llama, Mistral, Qwen, Gemma and DeepSeek configs ship attention_dropout = 0.0 and no "
         "hidden dropout; GPT-2's config uses 0.1 (attn_pdrop, resid_pdrop, embd_pdrop)",
-        description="Above 0, the attention probabilities, both residual branches and the embedding "
-        "output are dropped out in training; each keeps its mask (the attention also its dropped "
+        description="Left unset, each dropout site uses the probability the model's config declares "
+        "(attention probabilities, residual branches, embeddings: GPT-2 0.1 each, most recent models 0). "
+        "Set, every site uses this value: above 0 each keeps its mask (the attention also its dropped "
         "probabilities) for backward.",
         minimum=0.0,
         maximum=0.99,
@@ -356,8 +358,37 @@ def _attention(
     return rep, split, kvh, dt * d * (2 * a + 2 * model.num_kv_heads)
 
 
+def _mask_kinds(model: ModelArchitecture) -> int:
+    """Distinct attention masks a forward builds: 2 when sliding-window and full layers mix."""
+    window = model.sliding_window
+    if window is None or window.layers is None:
+        return 1
+    attention = [i for i in range(model.num_layers) if model.has_attention(i)]
+    return 2 if 0 < len(window.layers) < len(attention) else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Dropout:
+    """Which dropout sites keep a mask in training."""
+
+    attention: bool  # on the attention probabilities (eager attention keeps the mask)
+    hidden: bool  # on each sub-block's output before the residual add
+    embedding: bool  # on the embeddings
+
+
+_NO_DROPOUT = Dropout(False, False, False)
+
+
+def _dropout(model: ModelArchitecture, given: Mapping[str, float]) -> Dropout:
+    """The probabilities the config declares, unless the user set ``memory.act_dropout`` (every site)."""
+    if DROPOUT in given:
+        on = given[DROPOUT] > 0.0
+        return Dropout(on, on, on)
+    return Dropout(model.attention_dropout > 0.0, model.hidden_dropout > 0.0, model.embedding_dropout > 0.0)
+
+
 def _block(
-    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: bool, mask: float
+    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: Dropout, mask: float
 ) -> _Block:
     h = model.hidden_size
     a = model.num_attention_heads
@@ -375,15 +406,19 @@ def _block(
     score = peak_score = grad_score = 0.0
     if kernel is AttentionKernel.EAGER:
         softmax = dt if megatron or family.startswith(_COMPUTE_DTYPE_SOFTMAX) else 4.0
-        if dropout:
+        if dropout.attention:
             score = softmax + mask + dt  # softmax output, mask, dropped probabilities
         else:
             score = softmax + (dt if softmax != dt else 0.0)  # + the cast that probs @ v keeps
         peak_score = dt + softmax  # forward: scores and their softmax
         grad_score = dt + softmax  # backward: gradients of the probabilities and of the scores
+        if model.attention_logit_softcap:
+            # cap x tanh(score / cap): tanh keeps its output; the forward holds it next to the scores.
+            score += dt
+            peak_score += dt
     else:
         peak_attn += _LSE * a
-    if dropout:
+    if dropout.hidden:
         rep += mask * h  # attention residual dropout
 
     # Feed-forward: the post-attention norms, the input the up/gate (and router) keep, inner sizes.
@@ -394,7 +429,7 @@ def _block(
         factor -= 1.0  # a frozen down_proj does not keep its input
     inner = 3.0 if model.gated_mlp else 2.0  # inference: gate/act, up, product (fc1 out, act out)
     i = model.intermediate_size
-    if dropout:
+    if dropout.hidden:
         ffn_rep += mask * h  # FFN residual dropout
     # Dense FFN, then an MoE FFN if there is one: kept (replicated, split), backward gradient
     # buffers (replicated, split) and the inference working set.
@@ -455,7 +490,7 @@ _BLOCKS_SIZE = 512
 
 
 def _cached_block(
-    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: bool, mask: float
+    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: Dropout, mask: float
 ) -> _Block:
     """:func:`_block`, computed once per distinct input: sweeps and the memory plugin's layout
     search ask for the same block thousands of times with only the batch, length or TP changed."""
@@ -535,7 +570,7 @@ def _activation_memory(
     given = scenario.assumptions
     megatron = given.get(MEGATRON, 0.0) >= 0.5
     training = scenario.is_training
-    dropout = training and given.get(DROPOUT, 0.0) > 0.0
+    dropout = _dropout(model, given) if training else _NO_DROPOUT
     mask = given.get(MASK_BYTES, 1.0)
     blk = _cached_block(model, scenario, dt, megatron, dropout, mask)
 
@@ -576,8 +611,10 @@ def _activation_memory(
         per_layer = tokens * dt * h / sp  # each block's input (sequence-sharded under SP)
         workspace = largest
         if scenario.attention is AttentionKernel.EAGER and not megatron:
-            # The (b, 1, s, s) additive causal mask each checkpointed block is called with.
-            eager_mask = micro_batch * seq_len * seq_len * dt
+            # The (b, 1, s, s) additive causal mask each checkpointed block is called with; models
+            # that mix sliding-window and full layers build one of each (transformers'
+            # create_sliding_window_causal_mask next to create_causal_mask), both bound in.
+            eager_mask = micro_batch * seq_len * seq_len * dt * _mask_kinds(model)
     elif recompute is Recompute.SELECTIVE:
         per_layer = block - scores
     else:
@@ -591,7 +628,7 @@ def _activation_memory(
             embedding += tokens * _INDEX
             if model.position_embedding is PositionEmbedding.LEARNED:
                 embedding += seq_len * _INDEX
-        if dropout:
+        if dropout.embedding:
             embedding += tokens * mask * h / sp
     if model.position_embedding is PositionEmbedding.ROPE and not megatron:
         rope = model.mla.qk_rope_head_dim if model.mla is not None else model.head_dim
@@ -605,6 +642,8 @@ def _activation_memory(
         head_in = 0.0 if frozen else dt * h  # a frozen LM head does not keep its input
         labels = _INDEX if vocab and not megatron else 0.0
         head = tokens * ((norm + head_in) / sp + 4.0 * vocab + labels)
+        if model.final_logit_softcap:
+            head += tokens * vocab * dt  # tanh's output, kept for backward
         if megatron:
             loss = tokens * vocab * (dt + 4.0)  # the dt logits and their fp32 copy
         else:

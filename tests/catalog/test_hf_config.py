@@ -423,3 +423,32 @@ def test_opt_is_read_as_itself() -> None:
     with pytest.raises(ModelImportError, match="word_embed_proj_dim"):
         import_hf_config({**config, "hidden_size": 1024, "ffn_dim": 4096, "num_attention_heads": 16,
                           "word_embed_proj_dim": 512})
+
+
+def test_declared_dropout_and_soft_capping_are_read() -> None:
+    """GPT-2 declares 0.1 dropout at three sites (its config.json: attn_pdrop, resid_pdrop,
+    embd_pdrop); Gemma 2 caps attention scores at 50 and logits at 30 (its config.json). The
+    activation estimate counts their masks and tanh outputs (tests/validation/test_activations_vs_torch.py)."""
+    gpt2 = import_hf_config(real("gpt2")).architecture
+    assert (gpt2.attention_dropout, gpt2.hidden_dropout, gpt2.embedding_dropout) == (0.1, 0.1, 0.1)
+    gemma2 = import_hf_config(real("gemma-2-2b")).architecture
+    assert (gemma2.attention_logit_softcap, gemma2.final_logit_softcap) == (50.0, 30.0)
+    llama = import_hf_config(real("llama-3.1-8b")).architecture
+    assert llama.attention_dropout == 0.0 and llama.final_logit_softcap is None
+    with pytest.raises(ModelImportError, match="probability"):
+        import_hf_config({**real("gpt2"), "resid_pdrop": 1.5})
+
+
+def test_training_activations_use_the_config_dropout_unless_overridden() -> None:
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.core.scenario import Scenario
+    from workbench.pluginhost import default_engine
+
+    def activations(**assumptions: float) -> float:
+        scenario = Scenario(model="gpt2", gpu="a100-80gb-sxm", workload="pretrain", batch_size=4,
+                            seq_len=1024, assumptions=assumptions)
+        return default_engine().run(resolve_scenario(scenario)).get("memory.per_gpu.activations")
+
+    declared, off, on = activations(), activations(**{"memory.act_dropout": 0.0}), activations(
+        **{"memory.act_dropout": 0.1})
+    assert declared == on > off

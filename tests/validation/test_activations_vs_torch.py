@@ -113,6 +113,18 @@ CONFIGS: dict[str, dict[str, object]] = {
         "num_key_value_heads": 1,
         "head_dim": 32,
     },
+    # Gemma 2: attention and final logit soft-capping (tanh keeps its output); eager only, as
+    # transformers' Gemma 2 supports no SDPA (modeling_gemma2.py: "sdpa does not support softcapping").
+    "gemma2": {
+        "model_type": "gemma2",
+        "hidden_size": 256,
+        "intermediate_size": 768,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 32,
+        "sliding_window": 4096,
+    },
     "phi3": {
         "model_type": "phi3",
         "hidden_size": 256,
@@ -176,7 +188,8 @@ CONFIGS: dict[str, dict[str, object]] = {
         "v_head_dim": 32,
     },
 }
-_GPT2_CPU_DROPOUT = {DROPOUT: 0.1, MASK_BYTES: 2.0}  # GPT-2's own 0.1; CPU masks are bf16
+# GPT-2's own 0.1 comes from its config (attn_pdrop, resid_pdrop, embd_pdrop); CPU masks are bf16.
+_GPT2_CPU_DROPOUT = {MASK_BYTES: 2.0}
 
 
 @dataclass(frozen=True)
@@ -196,7 +209,7 @@ class Case:
 def _cases() -> list[Case]:
     cases = []
     for family in CONFIGS:
-        kernels = ("eager",) if family in ("deepseek-v3", "gpt2-dropout") else ("eager", "sdpa")
+        kernels = ("eager",) if family in ("deepseek-v3", "gpt2-dropout", "gemma2") else ("eager", "sdpa")
         for attention in kernels:
             for ckpt in (False, True):
                 cases.append(Case(family, attention, ckpt))
@@ -215,6 +228,7 @@ PEAK_CASES = [
     Case("llama", "sdpa", False),
     Case("llama", "sdpa", True),
     Case("gemma", "eager", True),
+    Case("gemma2", "eager", False),
     Case("phi3", "sdpa", True),
     Case("gpt2", "sdpa", True),
     Case("gpt2-dropout", "eager", False),

@@ -288,6 +288,20 @@ class ModelArchitecture(BaseModel):
         False, description="Attention and FFN read the same input in parallel (GPT-J, Falcon)."
     )
 
+    attention_dropout: float = Field(
+        0.0, ge=0, lt=1, description="Dropout probability on the attention probabilities (training)."
+    )
+    hidden_dropout: float = Field(
+        0.0, ge=0, lt=1, description="Dropout probability on each sub-block's output before the residual add."
+    )
+    embedding_dropout: float = Field(0.0, ge=0, lt=1, description="Dropout probability on the embeddings.")
+    attention_logit_softcap: float | None = Field(
+        None, gt=0, description="Attention scores pass through cap x tanh(score / cap) (Gemma 2)."
+    )
+    final_logit_softcap: float | None = Field(
+        None, gt=0, description="Output logits pass through cap x tanh(logit / cap) (Gemma 2)."
+    )
+
     position_embedding: PositionEmbedding = Field(PositionEmbedding.ROPE, description="Position encoding.")
     max_position_embeddings: int = Field(
         2048, gt=0, description="Longest context the model was built for (rows of a learned table)."

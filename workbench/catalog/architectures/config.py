@@ -142,6 +142,13 @@ class Cfg:
             raise self.fail(key, f"must be a positive number, got {value!r}")
         return float(value)
 
+    def probability(self, *keys: str) -> float:
+        """A dropout probability: 0 when absent, else a number in [0, 1)."""
+        key, value = self.raw(*keys, default=0.0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+            raise self.fail(key, f"must be a probability in [0, 1), got {value!r}")
+        return float(value)
+
     def integers(self, key: str) -> list[int]:
         _, value = self.raw(key, default=[])
         if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
@@ -233,6 +240,7 @@ def decoder_base(c: Cfg, notes: list[str]) -> dict[str, Any]:
         "activation": c.text("hidden_act", "hidden_activation", default="silu"),
         "max_position_embeddings": c.integer("max_position_embeddings", default=2048),
         "tie_word_embeddings": c.flag("tie_word_embeddings"),
+        "attention_dropout": c.probability("attention_dropout"),
         **read_rope(c),
     }
     sliding = sliding_layers(c, num_layers)

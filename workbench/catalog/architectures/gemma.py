@@ -49,6 +49,8 @@ def read_gemma(c: Cfg, notes: list[str]) -> dict[str, Any]:
         "attention_bias": False,
         "hidden_activation": "gelu_pytorch_tanh",
         "sliding_window": 4096,
+        "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0,
     },
 )
 def read_gemma2(c: Cfg, notes: list[str]) -> dict[str, Any]:
@@ -57,7 +59,15 @@ def read_gemma2(c: Cfg, notes: list[str]) -> dict[str, Any]:
     n = f["num_layers"]
     sliding = sliding_layers(c, n)
     f["sliding_window"] = read_window(c, n, sliding if sliding is not None else list(range(0, n, 2)))
+    _softcaps(c, f)
     return f
+
+
+def _softcaps(c: Cfg, f: dict[str, Any]) -> None:
+    """Gemma 2 (and Gemma 3 when its config sets them): cap x tanh(x / cap) on the attention scores
+    and on the output logits; tanh keeps its output for backward, so training keeps more."""
+    f["attention_logit_softcap"] = c.number("attn_logit_softcapping")
+    f["final_logit_softcap"] = c.number("final_logit_softcapping")
 
 
 @reads(
@@ -88,4 +98,5 @@ def read_gemma3_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
         pattern = c.integer("sliding_window_pattern", default=6)
         sliding = [i for i in range(n) if (i + 1) % pattern]
     f["sliding_window"] = read_window(c, n, sliding)
+    _softcaps(c, f)
     return f

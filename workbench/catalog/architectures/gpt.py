@@ -22,6 +22,9 @@ from workbench.core.model import NormKind, PositionEmbedding
         "n_inner": None,
         "activation_function": "gelu_new",
         "tie_word_embeddings": True,
+        "attn_pdrop": 0.1,
+        "resid_pdrop": 0.1,
+        "embd_pdrop": 0.1,
     },
 )
 def read_gpt2(c: Cfg, notes: list[str]) -> dict[str, Any]:
@@ -40,6 +43,10 @@ def read_gpt2(c: Cfg, notes: list[str]) -> dict[str, Any]:
         "activation": c.text("activation_function", default="gelu_new"),
         "vocab_size": c.integer("vocab_size"),
         "tie_word_embeddings": c.flag("tie_word_embeddings"),
+        # GPT2Attention.attn_dropout / resid_dropout (after c_proj and after the MLP), GPT2Model.drop.
+        "attention_dropout": c.probability("attn_pdrop"),
+        "hidden_dropout": c.probability("resid_pdrop"),
+        "embedding_dropout": c.probability("embd_pdrop"),
         "norm_kind": NormKind.LAYERNORM,
         "norm_bias": True,
         "attention_bias": True,
@@ -85,6 +92,9 @@ def read_gpt_neox(c: Cfg, notes: list[str]) -> dict[str, Any]:
         attention_out_bias=bias,
         mlp_bias=True,
         parallel_attention_mlp=c.flag("use_parallel_residual"),
+        # post_attention_dropout, post_mlp_dropout and emb_dropout all use hidden_dropout.
+        hidden_dropout=c.probability("hidden_dropout"),
+        embedding_dropout=c.probability("hidden_dropout"),
     )
     return f
 
@@ -180,6 +190,9 @@ def read_starcoder2(c: Cfg, notes: list[str]) -> dict[str, Any]:
         attention_bias=bias,
         attention_out_bias=bias,
         mlp_bias=bias,
+        # After o_proj, after the MLP, and on the embeddings.
+        hidden_dropout=c.probability("residual_dropout"),
+        embedding_dropout=c.probability("embedding_dropout"),
     )
     return f
 

@@ -40,6 +40,9 @@ def read_phi(c: Cfg, notes: list[str]) -> dict[str, Any]:
         attention_out_bias=True,
         mlp_bias=True,
         lm_head_bias=True,
+        # resid_dropout on the attention and on the MLP output (two masks), embed_dropout.
+        hidden_dropout=c.probability("resid_pdrop"),
+        embedding_dropout=c.probability("embd_pdrop"),
     )
     return f
 
