@@ -358,6 +358,14 @@ def _attention(
     return rep, split, kvh, dt * d * (2 * a + 2 * model.num_kv_heads)
 
 
+def attention_kernel(model: ModelArchitecture, asked: AttentionKernel) -> AttentionKernel:
+    """The kernel that runs: SDPA cannot soft-cap scores, so transformers' Gemma 2 offers no SDPA
+    (modeling_gemma2.py, ``_supports_sdpa = False``) and runs eager attention instead."""
+    if asked is AttentionKernel.SDPA and model.attention_logit_softcap:
+        return AttentionKernel.EAGER
+    return asked
+
+
 def _mask_kinds(model: ModelArchitecture) -> int:
     """Distinct attention masks a forward builds: 2 when sliding-window and full layers mix."""
     window = model.sliding_window
@@ -394,7 +402,7 @@ def _block(
     a = model.num_attention_heads
     family = _family(model)
     gemma = family.startswith("gemma")
-    kernel = scenario.attention
+    kernel = attention_kernel(model, scenario.attention)
     frozen = scenario.is_training and scenario.method is not FinetuneMethod.FULL
     frozen_ffn = frozen and scenario.lora_targets == "attention"
 
@@ -610,7 +618,7 @@ def _activation_memory(
     if recompute is Recompute.FULL:
         per_layer = tokens * dt * h / sp  # each block's input (sequence-sharded under SP)
         workspace = largest
-        if scenario.attention is AttentionKernel.EAGER and not megatron:
+        if attention_kernel(model, scenario.attention) is AttentionKernel.EAGER and not megatron:
             # The (b, 1, s, s) additive causal mask each checkpointed block is called with; models
             # that mix sliding-window and full layers build one of each (transformers'
             # create_sliding_window_causal_mask next to create_causal_mask), both bound in.

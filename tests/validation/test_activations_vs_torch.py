@@ -425,6 +425,17 @@ def _table() -> None:
         )
 
 
+
+def test_gemma2_asked_for_sdpa_is_estimated_as_the_eager_attention_it_runs() -> None:
+    """transformers refuses SDPA for Gemma 2 (soft-capping): the estimate uses eager attention."""
+    arch = _architecture("gemma2")
+    eager = _estimate(Case("gemma2", "eager", False), arch)
+    asked_sdpa = _estimate(Case("gemma2", "sdpa", False), arch)
+    assert asked_sdpa.total == eager.total
+    measured, _ = _saved(Case("gemma2", "eager", False))
+    assert asked_sdpa.total == pytest.approx(measured, rel=0.02)
+
+
 if __name__ == "__main__":
     transformers.logging.set_verbosity_error()
     _table()
