@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_cli_bad_input import assert_one_line_error, run_cli
 
 from workbench.catalog.hf_config import import_hf_path
 from workbench.catalog.safetensors_header import (
@@ -26,9 +27,6 @@ from workbench.catalog.safetensors_header import (
     read_safetensors_folder,
 )
 from workbench.core.errors import ModelImportError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from test_cli_bad_input import assert_one_line_error, run_cli  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "safetensors"
 _OPENED: list[str] | None = None

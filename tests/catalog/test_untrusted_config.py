@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from test_cli_bad_input import assert_one_line_error, run_cli
 
 from workbench.catalog.hf_config import import_hf_config, import_hf_path, read_config_json
 from workbench.catalog.safe_read import COUNT_LIMITS, MAX_CONFIG_BYTES, MAX_JSON_DEPTH, check_counts
 from workbench.core.errors import ModelImportError
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from test_cli_bad_input import assert_one_line_error, run_cli  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 LLAMA = json.loads((CONFIGS / "llama-3.1-8b" / "config.json").read_text())

@@ -17,14 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from test_cli_bad_input import assert_one_line_error, run_cli
 
 from workbench.core import atomic_write
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.store import save_project
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from test_cli_bad_input import assert_one_line_error, run_cli  # noqa: E402
 
 REPORT = ("report", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--sections", "cover,summary,memory")
 CSV = ("compare", "--model", "llama-3.1-8b", "--gpus-list", "h100-sxm,a100-80gb-sxm", "--csv")
@@ -98,7 +96,7 @@ def test_csv_export_on_a_full_tmpfs_keeps_the_old_file(
     target = small_disk / "c.csv"
     target.write_bytes(b"old,export\n1,2\n")
     _fill(small_disk, leave=0)
-    code, out, err = run_cli(capsys, *CSV, str(target))
+    code, _out, err = run_cli(capsys, *CSV, str(target))
     assert code == 2 and "Traceback" not in err
     line = err.strip().splitlines()[-1]
     assert line.startswith(f"gpu-workbench: error: {target}: cannot write the CSV export")
@@ -160,7 +158,7 @@ def test_exports_with_enospc_keep_the_old_file(
     target.write_bytes(b"the old export\n")
     args = [a.format(target=target, project=project) for a in argv]
     _enospc_on(monkeypatch, "write")
-    code, out, err = run_cli(capsys, *args)
+    code, _out, err = run_cli(capsys, *args)
     monkeypatch.undo()
     assert code == 2 and needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert target.read_bytes() == b"the old export\n"

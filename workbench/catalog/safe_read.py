@@ -236,7 +236,14 @@ def check_counts(config: Mapping[str, Any], where: str) -> None:
             _check_number(value, name, where)
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: a key from a hostile file must not break the line
+    (or retitle the terminal) when a message quotes it."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
 def _check_number(value: float, name: str, where: str) -> None:
+    name = printable(name)
     if isinstance(value, int) and value.bit_length() > 63:
         raise ModelImportError(f"{where}: '{name}' is an integer of {value.bit_length():,} bits (at most 63)")
     if isinstance(value, float) and not math.isfinite(value):

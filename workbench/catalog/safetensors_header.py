@@ -16,6 +16,7 @@ are stored (an FP8 checkpoint's ``weight_scale_inv`` tensors included).
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import struct
@@ -133,7 +134,7 @@ def _check_entries(path: Path, header: dict[str, Any], data_size: int) -> None:
             )
         spans.append((offsets[0], offsets[1], name))
     spans.sort()
-    for (_, end, before), (begin, _, after) in zip(spans, spans[1:], strict=False):
+    for (_, end, before), (begin, _, after) in itertools.pairwise(spans):
         if begin < end:
             raise ModelImportError(f"{path}: tensors {before!r} and {after!r} overlap in the data")
 
