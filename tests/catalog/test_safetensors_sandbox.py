@@ -22,6 +22,7 @@ from workbench.catalog.hf_config import import_hf_path
 from workbench.catalog.safetensors_header import (
     INDEX_NAME,
     MAX_DIMS,
+    MAX_SHARDS,
     count_file,
     read_checkpoint,
     read_safetensors_folder,
@@ -201,3 +202,10 @@ def test_a_fifo_named_safetensors_is_refused(tmp_path: Path, capsys: pytest.Capt
     with pytest.raises(ModelImportError, match="FIFO"):
         count_file(fifo)
     assert_one_line_error(*run_cli(capsys, "import", str(fifo)), "model.safetensors")
+
+
+def test_an_index_naming_absurdly_many_shards_is_refused_at_once(tmp_path: Path) -> None:
+    weight_map = {f"t{i}": f"model-{i:07d}.safetensors" for i in range(MAX_SHARDS + 1)}
+    folder = model_folder(tmp_path, weight_map)
+    with pytest.raises(ModelImportError, match=f"names {MAX_SHARDS + 1:,} shard files"):
+        read_safetensors_folder(folder)

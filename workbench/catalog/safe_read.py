@@ -27,7 +27,7 @@ from typing import Any
 
 from workbench.core.errors import ModelImportError
 
-#: Largest ``config.json`` read (real ones are 1-10 KiB; multimodal ones under 100 KiB).
+#: Largest ``config.json`` read (real ones are a few KiB).
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 #: Deepest JSON nesting accepted (real configs nest 3-4 levels).
 MAX_JSON_DEPTH = 64
@@ -39,7 +39,7 @@ _WIDTH = 1 << 20
 _HEADS = 1 << 16
 _POSITIONS = 1 << 28
 #: Upper limit of each size/count key, wherever it appears in the config (top level or nested
-#: ``text_config``/``vision_config``). The largest published models stay 10-100x below each.
+#: ``text_config``/``vision_config``). The largest published models stay at least 10x below each.
 COUNT_LIMITS: dict[str, tuple[int, str]] = {
     **{k: (_LAYERS, "layers") for k in (
         "num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers", "first_k_dense_replace",
@@ -72,7 +72,9 @@ def open_regular(path: Path, what: str) -> tuple[int, int]:
     ``O_NONBLOCK`` keeps ``open`` from waiting for a writer on a FIFO; the type is checked on
     the open descriptor, so a file swapped after a check cannot slip through.
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0)  # O_BINARY: no newline translation on Windows
+    for name in ("O_NONBLOCK", "O_NOCTTY", "O_CLOEXEC"):  # POSIX only
+        flags |= getattr(os, name, 0)
     try:
         fd = os.open(path, flags)
     except IsADirectoryError:

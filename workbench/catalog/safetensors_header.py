@@ -38,6 +38,8 @@ MAX_HEADER_BYTES = 100 * 1024 * 1024
 INDEX_NAME = "model.safetensors.index.json"
 #: Largest index read (those of the biggest public checkpoints are a few MB).
 MAX_INDEX_BYTES = 64 * 1024 * 1024
+#: Most shard files one index may name (the largest public checkpoints have a few hundred).
+MAX_SHARDS = 10_000
 #: Most dimensions of one tensor (real ones have at most 5 or 6).
 MAX_DIMS = 64
 
@@ -222,6 +224,8 @@ def read_safetensors_folder(folder: str | Path) -> CheckpointCount:
     if index.is_file():
         total_size, weight_map = read_index(index)
         shard_names = sorted(set(weight_map.values()))
+        if len(shard_names) > MAX_SHARDS:
+            raise ModelImportError(f"{index}: names {len(shard_names):,} shard files (at most {MAX_SHARDS:,})")
         # Every name is checked before any is looked at: nothing outside the folder is stat-ed.
         shard_paths = [inside_folder(root, s, f"{index}: shard") for s in shard_names]
         present = [s for s in shard_paths if s.is_file()]

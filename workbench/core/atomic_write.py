@@ -112,7 +112,8 @@ def _write(
     try:
         # Created by hand rather than with mkstemp: mode 0o666 lets the umask decide, as for any
         # new file, and an existing target's mode is carried over below.
-        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(temp, flags, 0o666)
         if existed:
             os.chmod(temp, target.stat().st_mode & 0o7777)
         produce(fd, temp)
