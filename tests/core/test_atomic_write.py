@@ -152,6 +152,25 @@ def test_a_failing_producer_leaves_no_temporary_file(target: Path) -> None:
     _assert_untouched(target)
 
 
+def test_a_link_is_written_through_and_kept(tmp_path: Path) -> None:
+    real = tmp_path / "shared" / "r.csv"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "r.csv"
+    link.symlink_to(real)
+    write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["r.csv"]
+
+
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null")
+def test_a_device_is_never_replaced(tmp_path: Path) -> None:
+    """As root, os.replace onto /dev/null would swap the device for a file."""
+    with pytest.raises(OutputError, match="not a regular file"):
+        write_text("/dev/null", "x")
+    assert Path("/dev/null").is_char_device()
+
+
 def test_missing_folder_and_folder_target(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="folder .*nope does not exist"):
         write_text(tmp_path / "nope" / "x.csv", "a")

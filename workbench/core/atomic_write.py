@@ -98,14 +98,19 @@ def _write(
     what: str,
     expected: int | None,
 ) -> None:
+    shown = target
+    if target.is_symlink():  # write where the link points; the link itself stays
+        target = Path(os.path.realpath(target))
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
-        raise OutputError(f"{target}: is a folder; give a file name")
+        raise OutputError(f"{shown}: is a folder; give a file name")
     if not folder.is_dir():
-        raise OutputError(f"{target}: folder {folder} does not exist")
+        raise OutputError(f"{shown}: folder {folder} does not exist")
     existed = target.exists()
+    if existed and not target.is_file():  # os.replace would put a file where a device or FIFO was
+        raise OutputError(f"{shown}: not a regular file; give a file name")
     if existed and not os.access(target, os.W_OK):  # replacing it would get round its protection
-        raise OutputError(f"{target}: the file exists and is read-only")
+        raise OutputError(f"{shown}: the file exists and is read-only")
     kept = "the existing file is unchanged" if existed else "nothing was written"
     temp = folder / f".{target.name}.{secrets.token_hex(4)}.part"
     fd = -1
@@ -129,10 +134,10 @@ def _write(
         os.replace(temp, target)
         _sync_folder(folder)
     except OSError as exc:
-        raise OutputError(f"{target}: cannot write {what} ({_reason(exc)}); {kept}") from None
+        raise OutputError(f"{shown}: cannot write {what} ({_reason(exc)}); {kept}") from None
     except IncompleteOutput as exc:
         full = _full(folder)
-        raise OutputError(f"{target}: {what} was not written completely: {exc}{full}; {kept}") from None
+        raise OutputError(f"{shown}: {what} was not written completely: {exc}{full}; {kept}") from None
     finally:
         if fd >= 0:
             os.close(fd)
