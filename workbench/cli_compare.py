@@ -310,16 +310,13 @@ def render(comparison: Comparison, max_gpus: int = MAX_GPUS) -> str:
     return "\n\n".join(parts)
 
 
-def _write(text: str, target: str) -> None:
+def _write(text: str, target: str, what: str) -> None:
     if target == "-":
         sys.stdout.write(text)
         return
-    from pathlib import Path
+    from workbench.core.atomic_write import write_text
 
-    try:
-        Path(target).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from None
+    write_text(target, text, what=what)  # a full disk leaves the old file and exits 2
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
@@ -336,11 +333,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         _emit_json(exports.comparison_json(comparison))
         return 0
     if args.csv:
-        _write(exports.comparison_csv(comparison), args.csv)
+        _write(exports.comparison_csv(comparison), args.csv, "the CSV export")
         if args.csv == "-":
             return 0
     if args.html:
-        _write(exports.comparison_html(comparison), args.html)
+        _write(exports.comparison_html(comparison), args.html, "the HTML export")
         if args.html == "-":
             return 0
     print(render(comparison, args.max_gpus))

@@ -103,7 +103,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         text = export_json(project)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        from workbench.core.atomic_write import verify_json, write_text
+
+        write_text(args.output, text + "\n", verify=verify_json, what="the export")
     else:
         sys.stdout.write(text + "\n")
     return 0

@@ -26,7 +26,6 @@ with one line naming the file and the key.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from workbench.catalog.architectures.multimodal import (
     WRAPPERS,
     tower_parameters,
 )
+from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_folder, load_json_object
 from workbench.catalog.safetensors_header import INDEX_NAME, find_safetensors, read_safetensors_folder
 from workbench.core.errors import ModelImportError, describe_validation_error
 from workbench.core.model import ModelArchitecture
@@ -117,6 +117,7 @@ def import_hf_config(
     where = source or "config"
     if not isinstance(config, Mapping):
         raise ModelImportError(f"{where}: the config must be a JSON object, got {type(config).__name__}")
+    check_counts(config, where)  # absurd sizes are refused before any per-layer list is built
     model_type = config.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ModelImportError(f"{where}: 'model_type' must be a string, got {model_type!r}")
@@ -201,20 +202,8 @@ def architecture_from_hf_config(
 
 
 def read_config_json(path: Path) -> dict[str, Any]:
-    """Parse a ``config.json``, refusing what is not a JSON object with one readable line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ModelImportError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ModelImportError(f"{path}: not a UTF-8 text file") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelImportError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(data, dict):
-        raise ModelImportError(f"{path}: the config must be a JSON object, got {type(data).__name__}")
-    return data
+    """Parse a ``config.json`` under the limits of :mod:`~workbench.catalog.safe_read`."""
+    return load_json_object(path, MAX_CONFIG_BYTES, "config.json")
 
 
 def import_hf_path(path: str | Path, *, approximate: bool = False) -> HFImport:
@@ -226,9 +215,9 @@ def import_hf_path(path: str | Path, *, approximate: bool = False) -> HFImport:
     """
     p = Path(path)
     if p.is_dir():
-        config_path = p / "config.json"
+        config_path = inside_folder(p, "config.json", str(p))  # not a link out of the folder
         shards = find_safetensors(p)
-        if not config_path.is_file():
+        if not config_path.exists():  # present but not a file: read_config_json says what it is
             if shards:
                 raise ModelImportError(
                     f"{p}: no config.json (the {len(shards)} safetensors file(s) alone do not describe "
@@ -236,7 +225,7 @@ def import_hf_path(path: str | Path, *, approximate: bool = False) -> HFImport:
                 )
             raise ModelImportError(f"{p}: no config.json and no *.safetensors files in this folder")
         name = p.name
-    elif p.is_file():
+    elif p.exists():  # a FIFO or a device is refused by read_config_json, not called missing
         config_path, shards, name = p, [], None
     else:
         raise ModelImportError(f"{p}: no such file or folder")

@@ -16,18 +16,32 @@ are stored (an FP8 checkpoint's ``weight_scale_inv`` tensors included).
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.catalog.safe_read import (
+    inside_folder,
+    load_json_object,
+    open_regular,
+    parse_json,
+    read_at_most,
+)
 from workbench.core.errors import ModelImportError
 
 #: Largest header we accept (the safetensors reference implementation's own limit).
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 INDEX_NAME = "model.safetensors.index.json"
+#: Largest index read (those of the biggest public checkpoints are a few MB).
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+#: Most shard files one index may name (the largest public checkpoints have a few hundred).
+MAX_SHARDS = 10_000
+#: Most dimensions of one tensor (real ones have at most 5 or 6).
+MAX_DIMS = 64
 
 #: Bits per element of each safetensors dtype.
 DTYPE_BITS: dict[str, int] = {
@@ -59,30 +73,30 @@ class CheckpointCount:
 def read_header(path: str | Path) -> dict[str, Any]:
     """The parsed JSON header of a ``.safetensors`` file (only the header bytes are read)."""
     p = Path(path)
+    fd, size = open_regular(p, "safetensors file")
     try:
-        with p.open("rb") as fh:
-            size = p.stat().st_size
-            prefix = fh.read(8)
-            if len(prefix) < 8:
-                raise ModelImportError(f"{p}: not a safetensors file (only {len(prefix)} bytes)")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_HEADER_BYTES:
-                raise ModelImportError(
-                    f"{p}: header length {length:,} bytes exceeds the {MAX_HEADER_BYTES:,}-byte limit "
-                    "(not a safetensors file?)"
-                )
-            if length > size - 8:
-                raise ModelImportError(
-                    f"{p}: header length {length:,} bytes is larger than the file ({size:,} bytes): "
-                    "truncated or not a safetensors file"
-                )
-            raw = fh.read(length)
+        prefix = read_at_most(fd, 8)
+        if len(prefix) < 8:
+            raise ModelImportError(f"{p}: not a safetensors file (only {len(prefix)} bytes)")
+        (length,) = struct.unpack("<Q", prefix)
+        if length > MAX_HEADER_BYTES:
+            raise ModelImportError(
+                f"{p}: header length {length:,} bytes exceeds the {MAX_HEADER_BYTES:,}-byte limit "
+                "(not a safetensors file?)"
+            )
+        if length > size - 8:
+            raise ModelImportError(
+                f"{p}: header length {length:,} bytes is larger than the file ({size:,} bytes): "
+                "truncated or not a safetensors file"
+            )
+        raw = read_at_most(fd, length)
     except OSError as exc:
         raise ModelImportError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelImportError(f"{p}: the safetensors header is not valid JSON") from None
+    finally:
+        os.close(fd)
+    if len(raw) < length:
+        raise ModelImportError(f"{p}: the file ended inside its header (it shrank while being read)")
+    header = parse_json(raw, f"{p}: the safetensors header")
     if not isinstance(header, dict):
         raise ModelImportError(f"{p}: the safetensors header is not a JSON object")
     _check_entries(p, header, data_size=size - 8 - length)
@@ -90,6 +104,7 @@ def read_header(path: str | Path) -> dict[str, Any]:
 
 
 def _check_entries(path: Path, header: dict[str, Any], data_size: int) -> None:
+    spans: list[tuple[int, int, str]] = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
@@ -99,15 +114,16 @@ def _check_entries(path: Path, header: dict[str, Any], data_size: int) -> None:
         dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
         if not isinstance(dtype, str):
             raise ModelImportError(f"{where}: 'dtype' missing")
-        if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        if not isinstance(shape, list) or not all(_count_like(d) for d in shape):
             raise ModelImportError(f"{where}: 'shape' must be a list of non-negative integers")
-        if (
-            not isinstance(offsets, list)
-            or len(offsets) != 2
-            or not all(isinstance(o, int) and o >= 0 for o in offsets)
-            or offsets[0] > offsets[1]
-        ):
-            raise ModelImportError(f"{where}: 'data_offsets' must be [begin, end]")
+        if len(shape) > MAX_DIMS:
+            raise ModelImportError(f"{where}: {len(shape):,} dimensions (at most {MAX_DIMS})")
+        if not isinstance(offsets, list) or len(offsets) != 2 or not all(_count_like(o) for o in offsets):
+            raise ModelImportError(f"{where}: 'data_offsets' must be [begin, end], non-negative integers")
+        if offsets[0] > offsets[1]:
+            raise ModelImportError(
+                f"{where}: 'data_offsets' begin {offsets[0]:,} is after end {offsets[1]:,}"
+            )
         if offsets[1] > data_size:
             raise ModelImportError(
                 f"{where}: data ends at byte {offsets[1]:,} but the file holds {data_size:,} data bytes "
@@ -118,6 +134,15 @@ def _check_entries(path: Path, header: dict[str, Any], data_size: int) -> None:
             raise ModelImportError(
                 f"{where}: {offsets[1] - offsets[0]:,} bytes do not hold a {dtype} tensor of shape {shape}"
             )
+        spans.append((offsets[0], offsets[1], name))
+    spans.sort()
+    for (_, end, before), (begin, _, after) in itertools.pairwise(spans):
+        if begin < end:
+            raise ModelImportError(f"{path}: tensors {before!r} and {after!r} overlap in the data")
+
+
+def _count_like(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def count_file(path: str | Path) -> CheckpointCount:
@@ -156,12 +181,7 @@ def find_safetensors(folder: str | Path) -> list[Path]:
 def read_index(path: str | Path) -> tuple[int | None, dict[str, str]]:
     """``(metadata.total_size, weight_map)`` of a ``model.safetensors.index.json``."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ModelImportError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ModelImportError(f"{p}: not valid JSON") from None
+    data = load_json_object(p, MAX_INDEX_BYTES, "safetensors index")
     if not isinstance(data, dict):
         raise ModelImportError(f"{p}: the index must be a JSON object")
     weight_map = data.get("weight_map")
@@ -200,11 +220,15 @@ def read_safetensors_folder(folder: str | Path) -> CheckpointCount:
     root = Path(folder)
     if root.is_file():
         return count_file(root)
-    index = root / INDEX_NAME
+    index = inside_folder(root, INDEX_NAME, str(root))
     if index.is_file():
         total_size, weight_map = read_index(index)
         shard_names = sorted(set(weight_map.values()))
-        present = [root / s for s in shard_names if (root / s).is_file()]
+        if len(shard_names) > MAX_SHARDS:
+            raise ModelImportError(f"{index}: names {len(shard_names):,} shard files (at most {MAX_SHARDS:,})")
+        # Every name is checked before any is looked at: nothing outside the folder is stat-ed.
+        shard_paths = [inside_folder(root, s, f"{index}: shard") for s in shard_names]
+        present = [s for s in shard_paths if s.is_file()]
         if len(present) < len(shard_names):
             missing = len(shard_names) - len(present)
             if present:
@@ -215,18 +239,20 @@ def read_safetensors_folder(folder: str | Path) -> CheckpointCount:
                 total=None, tensors=len(weight_map), data_bytes=total_size or 0, files=(index,)
             )
         counts = []
-        for shard in present:
+        for name, shard in zip(shard_names, shard_paths, strict=True):
+            if shard not in present:
+                continue
             count, names = _count(shard)
             counts.append(count)
-            listed = {k for k, v in weight_map.items() if v == shard.name}
+            listed = {k for k, v in weight_map.items() if v == name}
             absent = sorted(listed - names)
             if absent:
-                raise ModelImportError(f"{index}: tensor {absent[0]!r} is not in shard {shard.name}")
+                raise ModelImportError(f"{index}: tensor {absent[0]!r} is not in shard {name!r}")
         return _merge(counts)
     shards = find_safetensors(root)
     if not shards:
         raise ModelImportError(f"{root}: no *.safetensors files and no {INDEX_NAME}")
-    return _merge([count_file(p) for p in shards])
+    return _merge([count_file(inside_folder(root, p.name, f"{root}: file")) for p in shards])
 
 
 def read_checkpoint(path: str | Path) -> CheckpointCount | None:

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbench.core.atomic_write import verify_json, write_text
 from workbench.engine.compare import (
     METRICS,
     CandidateResult,
@@ -89,16 +90,20 @@ def comparison_json(comparison: Comparison) -> dict[str, Any]:
     return {"format": FORMAT, "schema_version": SCHEMA_VERSION, **doc}
 
 
+# Each writer goes through core.atomic_write: a full disk leaves the old file, never a fragment.
+
+
 def write_csv(comparison: Comparison, path: str | Path) -> None:
-    Path(path).write_text(comparison_csv(comparison), encoding="utf-8")
+    write_text(path, comparison_csv(comparison), what="the CSV export")
 
 
 def write_json(comparison: Comparison, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(comparison_json(comparison), indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(comparison_json(comparison), indent=2) + "\n"
+    write_text(path, text, verify=verify_json, what="the JSON export")
 
 
 def write_html(comparison: Comparison, path: str | Path, title: str = "GPU comparison") -> None:
-    Path(path).write_text(comparison_html(comparison, title), encoding="utf-8")
+    write_text(path, comparison_html(comparison, title), what="the HTML export")
 
 
 # --- HTML -------------------------------------------------------------------------------------

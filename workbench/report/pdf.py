@@ -19,7 +19,6 @@ or cancelled export leaves no partial file behind. Needs a QGuiApplication (see
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 
-from workbench.core.errors import InputError
+from workbench.core.atomic_write import verify_pdf, write_with
 from workbench.engine.pipeline import Engine
 from workbench.report.charts import INK, Chart, ChartStyle, report_font
 from workbench.report.document import Progress, ReportData, ReportRequest, collect
@@ -370,28 +369,8 @@ def _footer(
 
 
 def write_pdf(data: ReportData, path: str | Path, progress: Progress | None = None) -> int:
-    """Write the report to ``path`` (atomically); returns the number of pages."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        raise InputError(f"{target}: is a folder; give a file name for the report")
-    if not folder.is_dir():
-        raise InputError(f"{target}: folder {folder} does not exist")
-    try:
-        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=folder)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write here ({exc.strerror or exc})") from None
-    os.close(handle)
-    temp = Path(temp_name)
-    try:
-        pages = _render(data, temp, progress)
-        os.replace(temp, target)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write the report ({exc.strerror or exc})") from None
-    finally:
-        if temp.exists():
-            temp.unlink()
-    return pages
+    """Write the report to ``path`` (written aside, checked, then moved over it); returns the pages."""
+    return write_with(path, lambda temp: _render(data, temp, progress), verify=verify_pdf, what="the report")
 
 
 def _render(data: ReportData, path: Path, progress: Progress | None) -> int:

@@ -1,0 +1,165 @@
+"""Fuzz project files: byte flips, overwritten runs and truncations of real saved projects, opened read-only.
+
+The seeds are tests/data/projects/format-v1.gpuwb (a file of the first released format) and a
+project saved now with models, accelerators and scenarios. Each damaged copy must open as a
+valid project or be refused with one :class:`ProjectFileError` line (exit 2 in the CLI); never
+hang, never change the file, never leave a file beside it (``-wal``, ``-shm``, journals).
+
+Three defects of the project reader are still open (the reader lives in workbench.store and is
+being reworked separately): a damaged schema can raise UnicodeDecodeError or KeyError, and
+SQLite's integrity report can span several lines. They are pinned below as strict xfail cases;
+until they are fixed, the fuzz tests count them (as hypothesis events) instead of failing, and
+everything else must meet the full contract. When a case starts passing, strict xfail fails the
+run: drop the marker and the matching entry of :func:`_open_store_defect`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fuzz_support import FUZZ, assert_cli_contract, assert_one_line, digest, no_hang, run_cli
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from project_factory import sample_project
+
+from workbench.core.project import Project
+from workbench.store import ProjectFileError, open_project, save_project
+
+FORMAT_V1 = Path(__file__).resolve().parents[1] / "data" / "projects" / "format-v1.gpuwb"
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    saved = tmp_path_factory.mktemp("seed") / "sample.gpuwb"
+    save_project(sample_project(4), saved)
+    return {"format-v1": FORMAT_V1.read_bytes(), "sample": saved.read_bytes()}
+
+
+@st.composite
+def damage(draw: st.DrawFn, seed: bytes) -> bytes:
+    raw = bytearray(seed)
+    for _ in range(draw(st.integers(min_value=1, max_value=6))):
+        # Half the time in the first page (header and schema), where damage matters most.
+        anywhere = st.integers(min_value=0, max_value=len(raw))
+        at = draw(st.one_of(st.integers(min_value=0, max_value=4095), anywhere))
+        action = draw(st.sampled_from(["flip", "byte", "zero", "random", "truncate"]))
+        if at >= len(raw):
+            continue
+        if action == "flip":
+            raw[at] ^= 1 << draw(st.integers(min_value=0, max_value=7))
+        elif action == "byte":
+            raw[at] = draw(st.integers(min_value=0, max_value=255))
+        elif action == "zero":
+            size = draw(st.integers(min_value=1, max_value=1024))
+            raw[at : at + size] = bytes(len(raw[at : at + size]))
+        elif action == "random":
+            chunk = draw(st.binary(min_size=1, max_size=64))
+            raw[at : at + len(chunk)] = chunk[: len(raw) - at]
+        else:
+            del raw[at:]
+    return bytes(raw)
+
+
+def _open_store_defect(exc: BaseException) -> str | None:
+    """The name of an open store defect this exception shows, or None."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "UnicodeDecodeError from a damaged schema"
+    if isinstance(exc, KeyError):
+        return "KeyError from a damaged schema"
+    if isinstance(exc, ProjectFileError) and "\n" in str(exc):
+        return "multi-line integrity report"
+    return None
+
+
+def _damaged_copy(seeds: dict[str, bytes], data: st.DataObject, folder: Path) -> Path:
+    seed = data.draw(st.sampled_from(sorted(seeds)))
+    path = folder / "damaged.gpuwb"
+    for leftover in folder.iterdir():
+        leftover.unlink()
+    path.write_bytes(data.draw(damage(seeds[seed])))
+    return path
+
+
+@settings(FUZZ, max_examples=400)
+@given(st.data())
+def test_damaged_projects_open_or_are_refused_in_one_line(
+    tmp_path_factory: pytest.TempPathFactory, seeds: dict[str, bytes], data: st.DataObject
+) -> None:
+    folder = tmp_path_factory.mktemp("project")
+    path = _damaged_copy(seeds, data, folder)
+    before = digest(path)
+    with no_hang():
+        try:
+            project = open_project(path)
+        except Exception as exc:  # noqa: BLE001 - the contract is checked on whatever comes out
+            defect = _open_store_defect(exc)
+            if defect is not None:
+                event(f"open store defect: {defect}")
+            else:
+                assert isinstance(exc, ProjectFileError), repr(exc)
+                assert_one_line(exc)
+                event("refused")
+        else:
+            assert isinstance(project, Project)
+            event("opened")
+    assert digest(path) == before
+    assert [p.name for p in folder.iterdir()] == ["damaged.gpuwb"]  # opening never writes beside it
+
+
+@settings(FUZZ, max_examples=150)
+@given(st.data())
+def test_damaged_projects_through_the_cli(
+    tmp_path_factory: pytest.TempPathFactory, seeds: dict[str, bytes], data: st.DataObject
+) -> None:
+    folder = tmp_path_factory.mktemp("project-cli")
+    path = _damaged_copy(seeds, data, folder)
+    before = digest(path)
+    with no_hang():
+        try:
+            code, out, err = run_cli("project", "list", str(path))
+        except Exception as exc:  # noqa: BLE001
+            defect = _open_store_defect(exc)
+            assert defect is not None, repr(exc)
+            event(f"open store defect: {defect}")
+        else:
+            if code == 2 and len(err.strip().splitlines()) > 1:
+                event("open store defect: multi-line integrity report")
+            else:
+                assert_cli_contract(code, out, err)
+                event(f"exit {code}")
+    assert digest(path) == before
+    assert [p.name for p in folder.iterdir()] == ["damaged.gpuwb"]
+
+
+def _patched(tmp_path: Path, offset: int, value: int) -> Path:
+    raw = bytearray(FORMAT_V1.read_bytes())
+    raw[offset] = value
+    path = tmp_path / "damaged.gpuwb"
+    path.write_bytes(bytes(raw))
+    return path
+
+
+# Found by the fuzz tests above; each is one byte of format-v1.gpuwb changed.
+STORE_DEFECTS = [
+    pytest.param(3630, 0x82, id="schema-text-not-utf8",
+                 marks=pytest.mark.xfail(strict=True, raises=UnicodeDecodeError,
+                                         reason="workbench.store: a non-UTF-8 byte in the schema raises "
+                                                "UnicodeDecodeError, not ProjectFileError")),
+    pytest.param(3665, 0x60, id="meta-value-column-renamed",
+                 marks=pytest.mark.xfail(strict=True, raises=KeyError,
+                                         reason="workbench.store: a meta table without its 'value' column "
+                                                "raises KeyError, not ProjectFileError")),
+    pytest.param(45063, 0xFF, id="free-space-corruption",
+                 marks=pytest.mark.xfail(strict=True, raises=AssertionError,
+                                         reason="workbench.store: PRAGMA quick_check's report is passed on "
+                                                "with its line breaks (a multi-line error)")),
+]
+
+
+@pytest.mark.parametrize(("offset", "value"), STORE_DEFECTS)
+def test_open_store_defects(tmp_path: Path, offset: int, value: int) -> None:
+    path = _patched(tmp_path, offset, value)
+    with pytest.raises(ProjectFileError) as info:
+        open_project(path)
+    assert_one_line(info.value)
