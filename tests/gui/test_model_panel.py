@@ -222,3 +222,26 @@ def test_an_approximated_model_warns_in_the_results(qtbot, window, tmp_path) -> 
     with qtbot.waitSignal(window.estimate_shown, timeout=5000):
         assert window.model_panel.import_model(path)
     assert "approximation" in window.results_panel.warnings.text()
+
+
+def test_the_editor_round_trips_a_hybrid_architecture(qtbot, controller) -> None:  # type: ignore[no-untyped-def]
+    """Per-layer mixers (enum values), FFN-free blocks and a recurrent mixer's projection pairs."""
+    from workbench.core.model import LayerMixer, RecurrentKind, RecurrentMixer
+
+    panel = _panel(qtbot, controller)
+    base = controller.catalogs.models["llama-3.1-8b"].architecture
+    mixer = RecurrentMixer(
+        kind=RecurrentKind.MAMBA2, projections=((4096, 8448), (4096, 4096)), other_parameters=4096,
+        heads=64, head_dim=64, state_size=128, conv_channels=4352, conv_kernel=4, chunk_size=256,
+        conv_state_elements=4352 * 4, ssm_state_elements=64 * 64 * 128,
+    )
+    hybrid = base.model_copy(update={
+        "recurrent": mixer,
+        "layer_mixers": (LayerMixer.RECURRENT, LayerMixer.ATTENTION, LayerMixer.PARALLEL, LayerMixer.NONE) * 8,
+        "ffn_free_layers": (0, 4),
+        "attention_sinks": True,
+    })
+    hybrid = ModelArchitecture.model_validate(hybrid.model_dump())
+    panel.editor.set_architecture(hybrid)
+    assert panel.editor.validate() == hybrid
+    assert not panel.editor.errors

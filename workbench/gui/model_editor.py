@@ -49,6 +49,7 @@ SECTIONS = {
 SECTION_TITLES = {
     "moe": "Mixture of experts", "mla": "Multi-head latent attention", "sliding_window": "Sliding-window attention",
     "vision": "Vision patch embedding", "encoder_decoder": "Decoder stack (encoder-decoder)",
+    "recurrent": "Recurrent mixer (state-space / linear attention)", "indexer": "Sparse-attention indexer",
 }
 
 
@@ -80,12 +81,17 @@ class _Field:
                 combo.addItem(member.value, member)
             self.widget = combo
         else:
-            self.kind = "tuple" if origin is tuple else "dict" if origin is dict else "text"
+            nested = origin is tuple and any(typing.get_origin(a) is tuple for a in typing.get_args(self.type))
+            # A tuple of pairs (a recurrent mixer's projections) is edited as JSON, like a mapping.
+            self.kind = "dict" if origin is dict or nested else "tuple" if origin is tuple else "text"
             edit = QLineEdit(parent)
             if self.kind == "tuple":
                 edit.setPlaceholderText("comma-separated, e.g. 0, 1, 2" + (" (empty: not set)" if self.optional else ""))
             elif self.kind == "dict":
-                edit.setPlaceholderText('JSON object, e.g. {"rope_type": "llama3", "factor": 8}')
+                edit.setPlaceholderText(
+                    "JSON list, e.g. [[4096, 8192], [8192, 4096]]" if origin is tuple
+                    else 'JSON object, e.g. {"rope_type": "llama3", "factor": 8}'
+                )
             elif self.optional:
                 edit.setPlaceholderText("not set")
             self.widget = edit
@@ -103,7 +109,8 @@ class _Field:
                 index = w.findData(value)  # type: ignore[union-attr]
                 w.setCurrentIndex(max(index, 0))  # type: ignore[union-attr]
             elif self.kind == "tuple":
-                w.setText("" if value is None else ", ".join(str(v) for v in value))  # type: ignore[union-attr]
+                shown = (v.value if isinstance(v, Enum) else str(v) for v in value or ())
+                w.setText("" if value is None else ", ".join(shown))  # type: ignore[union-attr]
             elif self.kind == "dict":
                 w.setText("" if value is None else json.dumps(value))  # type: ignore[union-attr]
             else:
