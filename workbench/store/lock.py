@@ -87,7 +87,7 @@ class ProjectLock:
                 return None
             except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 if time.monotonic() >= deadline:
-                    return {"host": "?", "pid": None, "purpose": OPEN}
+                    return {"host": "?", "pid": None, "purpose": None}  # being written this moment
                 time.sleep(0.005)
 
     def owner(self) -> dict[str, object] | None:
@@ -150,7 +150,7 @@ class ProjectLock:
             try:
                 fd = self._take(payload)
             except _Busy as busy:
-                if busy.owner.get("purpose") == WRITE and time.monotonic() < deadline:
+                if busy.owner.get("purpose") in (WRITE, None) and time.monotonic() < deadline:
                     time.sleep(0.02)
                     continue
                 raise ProjectLockedError(self._message(busy.owner)) from None
@@ -163,6 +163,8 @@ class ProjectLock:
     def _message(self, owner: dict[str, object]) -> str:
         project = self.path.with_suffix("")
         pid = owner.get("pid") or "unknown"
+        if owner.get("purpose") is None:
+            return f"{project}: project is in use by another process; try again"
         if owner.get("purpose") == WRITE:
             return f"{project}: project is being written by another process (pid {pid}); try again"
         return (f"{project}: already open in another workbench (process {pid} on {owner.get('host')}); "
@@ -177,7 +179,10 @@ class ProjectLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
-                raise _Busy(self._contents() or {"host": "?", "pid": None, "purpose": OPEN}) from None
+                contents = self._contents()
+                if contents is None:
+                    continue  # released (and removed) just now: try again
+                raise _Busy(contents) from None
             except OSError as exc:
                 os.close(fd)
                 if exc.errno in _NO_FLOCK:
@@ -192,7 +197,7 @@ class ProjectLock:
                 os.pwrite(fd, payload, 0)
                 return fd
             os.close(fd)  # a releaser unlinked the file between our open and our lock: retry
-        raise OSError(errno.EAGAIN, "lock file keeps changing")
+        raise _Busy({"host": "?", "pid": None, "purpose": None})  # the file keeps changing
 
     def _is_current(self, fd: int) -> bool:
         """The file we locked is still the one at the path (not one a releaser just unlinked)."""
@@ -215,7 +220,7 @@ class ProjectLock:
                 continue
             os.write(fd, payload)
             return fd
-        raise OSError(errno.EAGAIN, "lock file keeps changing")
+        raise _Busy({"host": "?", "pid": None, "purpose": None})  # the file keeps changing
 
     def release(self) -> None:
         if not self.held:
