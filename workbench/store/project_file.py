@@ -263,9 +263,15 @@ def load_database(path: str | Path) -> sqlite3.Connection:
         status = memory.execute("PRAGMA quick_check").fetchone()[0]
         if status != "ok":
             raise _refuse(file, f"damaged project file ({one_line(str(status))})")
-        if not memory.execute("SELECT 1 FROM sqlite_master WHERE name = '_sqlite_migrations'").fetchone():
-            raise _refuse(file, "damaged project file (missing table '_sqlite_migrations')")
-        migrations.apply(Database(memory))
+        # What migrations.apply needs must be there before it runs: on a file with no record of
+        # them it would create every table, and an empty project would open.
+        problem = schema_problem(memory, only=("_sqlite_migrations",))
+        if problem:
+            raise _refuse(file, f"damaged project file ({problem})")
+        try:
+            migrations.apply(Database(memory))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _refuse(file, f"damaged project file (migration records: {one_line(repr(exc))})") from None
         problem = schema_problem(memory)
         if problem:
             raise _refuse(file, f"damaged project file ({problem})")

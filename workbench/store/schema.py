@@ -69,10 +69,14 @@ def _columns(conn: sqlite3.Connection, tables: list[str] | None = None) -> dict[
     return {t: columns for t, columns in found.items() if columns}
 
 
-def schema_problem(conn: sqlite3.Connection) -> str | None:
-    """What is missing from a (migrated) project database, or None when every table and column is there."""
-    found = _columns(conn, list(expected_columns()))
-    for table, columns in sorted(expected_columns().items()):
+def schema_problem(conn: sqlite3.Connection, only: tuple[str, ...] = ()) -> str | None:
+    """What is missing from a (migrated) project database, or None when every table and column is there.
+
+    ``only``: check just these tables.
+    """
+    expected = {t: c for t, c in expected_columns().items() if not only or t in only}
+    found = _columns(conn, list(expected))
+    for table, columns in sorted(expected.items()):
         if table not in found:
             return f"missing table '{table}'"
         missing = sorted(columns - found[table])
