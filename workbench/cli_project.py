@@ -63,11 +63,21 @@ def _cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_add_scenario(args: argparse.Namespace) -> int:
+def _with_scenario(project: Project, scenario: Any, project_path: str) -> Project:
     from pydantic import ValidationError
 
-    from workbench.catalog.resolve import resolve_scenario
     from workbench.core.errors import describe_validation_error
+
+    if any(s.name == scenario.name for s in project.scenarios):
+        raise InputError(f"{project_path}: a scenario named '{scenario.name}' exists already")
+    try:
+        return Project.model_validate({**project.model_dump(), "scenarios": [*project.scenarios, scenario]})
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, project_path)) from None
+
+
+def _cmd_add_scenario(args: argparse.Namespace) -> int:
+    from workbench.catalog.resolve import resolve_scenario
     from workbench.scenario_flags import scenario_from_args
 
     project_path = args.project_file
@@ -76,12 +86,7 @@ def _cmd_add_scenario(args: argparse.Namespace) -> int:
 
     def add(project: Project) -> Project:
         resolve_scenario(scenario, project)  # unknown ids are refused before saving
-        if any(s.name == scenario.name for s in project.scenarios):
-            raise InputError(f"{project_path}: a scenario named '{scenario.name}' exists already")
-        try:
-            return Project.model_validate({**project.model_dump(), "scenarios": [*project.scenarios, scenario]})
-        except ValidationError as exc:
-            raise InputError(describe_validation_error(exc, project_path)) from None
+        return _with_scenario(project, scenario, project_path)
 
     _locked_edit(project_path, add)
     print(f"added scenario '{scenario.name}' to {project_path}")
@@ -124,12 +129,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         text = export_json(project)
     if args.output:
-        try:
-            Path(args.output).write_text(text + "\n", encoding="utf-8")
-        except OSError as exc:
-            from workbench.store.files import os_reason
-
-            raise InputError(f"{args.output}: cannot write ({os_reason(exc)})") from None
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
     else:
         sys.stdout.write(text + "\n")
     return 0
@@ -150,8 +150,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{source}: not valid JSON") from None
     if is_scenario:
         scenario = scenario_from_json(text, str(source))
-        _locked_edit(str(target), lambda p: Project.model_validate(
-            {**p.model_dump(), "scenarios": [*p.scenarios, scenario]}))
+        _locked_edit(str(target), lambda p: _with_scenario(p, scenario, str(target)))
         print(f"added scenario '{scenario.name}' to {target}")
         return 0
     _create(target, import_json(text, str(source)), args.force, "replace it with the imported project")

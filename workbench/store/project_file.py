@@ -111,13 +111,29 @@ def _check_save_target(target: Path, directory: Path) -> bool:
         raise ProjectFileError(f"cannot save project {_shown(target)}: {os_reason(exc)}") from None
     if info is not None and not stat.S_ISREG(info.st_mode):
         raise ProjectFileError(f"cannot save project {_shown(target)}: exists and is not a regular file")
-    if info is not None and (not info.st_mode & 0o222 or not os.access(target, os.W_OK)):
-        raise ProjectFileError(f"cannot save project {_shown(target)}: the file is read-only; "
-                               "save it under another name (Save As)")
-    if not os.access(directory, os.W_OK):
-        raise ProjectFileError(f"cannot save project {_shown(target)}: the folder {_shown(directory)} is "
-                               "read-only; save it under another name (Save As)")
+    reason = read_only_reason(target)
+    if reason:
+        raise ProjectFileError(f"cannot save project {_shown(target)}: {reason}; save it under another name")
     return info is not None
+
+
+def read_only_reason(path: str | Path) -> str | None:
+    """Why a save to ``path`` cannot replace it ("the file is read-only", ...), or None.
+
+    A save renames a new file over the old one, which the folder's permissions allow even for a
+    read-only file: a file marked read-only is respected anyway (as editors do).
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        info = target.stat()
+    except OSError:
+        info = None
+    if info is not None and (not info.st_mode & 0o222 or not os.access(target, os.W_OK)):
+        return "the file is read-only"
+    if not os.access(directory, os.W_OK):
+        return f"the folder {_shown(directory)} is read-only"
+    return None
 
 
 def _verify(project: Project, written: Path, target: Path) -> None:
