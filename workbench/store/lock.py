@@ -44,6 +44,10 @@ class ProjectLockedError(InputError):
     """Another running instance holds the project."""
 
 
+class _NoFlock(Exception):
+    """The file system does not support flock."""
+
+
 class _Busy(Exception):
     def __init__(self, owner: dict[str, object]) -> None:
         self.owner = owner
@@ -176,28 +180,42 @@ class ProjectLock:
         for _ in range(50):
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                taken = self._lock_fd(fd, payload)
+            except _NoFlock:
                 os.close(fd)
-                contents = self._contents()
-                if contents is None:
-                    continue  # released (and removed) just now: try again
-                raise _Busy(contents) from None
-            except OSError as exc:
+                return self._take_exclusive(payload)
+            except BaseException:
                 os.close(fd)
-                if exc.errno in _NO_FLOCK:
-                    return self._take_exclusive(payload)
                 raise
-            if self._is_current(fd):
-                contents = self._contents(settle_s=0)
-                if contents is not None and self._named_process_runs_here(contents):
-                    os.close(fd)
-                    raise _Busy(contents)
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, payload, 0)
+            if taken:
                 return fd
             os.close(fd)  # a releaser unlinked the file between our open and our lock: retry
         raise _Busy({"host": "?", "pid": None, "purpose": None})  # the file keeps changing
+
+    def _lock_fd(self, fd: int, payload: bytes) -> bool:
+        """Lock the open lock file and name us in it; False if it is no longer the file at the path."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            contents = self._contents()
+            if contents is None:
+                return False  # released (and removed) just now: try again
+            raise _Busy(contents) from None
+        except OSError as exc:
+            if exc.errno in _NO_FLOCK:
+                raise _NoFlock from None
+            raise
+        if not self._is_current(fd):
+            return False
+        contents = self._contents(settle_s=0)
+        if contents is not None and self._named_process_runs_here(contents):
+            raise _Busy(contents)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, payload, 0)
+        except OSError:
+            pass  # a full disk: the kernel lock holds all the same; only the holder's name is missing
+        return True
 
     def _is_current(self, fd: int) -> bool:
         """The file we locked is still the one at the path (not one a releaser just unlinked)."""
@@ -218,7 +236,12 @@ class ProjectLock:
                     raise _Busy(contents) from None
                 self.path.unlink(missing_ok=True)
                 continue
-            os.write(fd, payload)
+            try:
+                os.write(fd, payload)
+            except OSError:  # without flock an unnamed file would look held forever
+                os.close(fd)
+                self.path.unlink(missing_ok=True)
+                raise
             return fd
         raise _Busy({"host": "?", "pid": None, "purpose": None})  # the file keeps changing
 
