@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from test_cli_bad_input import assert_one_line_error, run_cli
 
-from workbench.store import open_project, save_project
 from workbench.core import Project
+from workbench.store import open_project, save_project
 
 RUNNER = textwrap.dedent("""
     import sys
@@ -58,7 +58,7 @@ def test_simultaneous_add_scenario_loses_nothing(tmp_path: Path, round_: int) ->
             proc.wait()
     landed = {s.name for s in open_project(path).scenarios}
     succeeded = {name for name, (code, _, _) in zip(names, results, strict=True) if code == 0}
-    assert succeeded <= landed and landed <= set(names)
+    assert succeeded <= landed <= set(names)
     for name, (code, out, err) in zip(names, results, strict=True):
         if code == 0:
             assert out.strip() == f"added scenario '{name}' to {path}" and err == ""
@@ -81,7 +81,7 @@ HOLD_WRITE = textwrap.dedent("""
 
 def test_a_writer_that_holds_too_long_is_reported_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import workbench.cli_project as cli_project
+    from workbench import cli_project
 
     path = tmp_path / "shared.gpuwb"
     run_cli(capsys, "project", "new", str(path))

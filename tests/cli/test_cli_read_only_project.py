@@ -9,8 +9,8 @@ import pytest
 from read_only import read_only_view
 from test_cli_bad_input import assert_one_line_error, run_cli
 
-from workbench.store import save_project
 from workbench.core import Project, Scenario
+from workbench.store import save_project
 
 
 def test_read_only_project_reads_and_refuses_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

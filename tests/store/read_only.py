@@ -28,8 +28,8 @@ def read_only_view(folder: Path) -> Iterator[Path]:
     """``folder`` (with its files) as a read-only folder; yields the path to use."""
     if os.geteuid() != 0:
         modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
-        for path in modes:
-            path.chmod(stat.S_IMODE(modes[path]) & ~0o222)
+        for path, mode in modes.items():
+            path.chmod(stat.S_IMODE(mode) & ~0o222)
         try:
             yield folder
         finally:

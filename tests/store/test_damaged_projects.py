@@ -106,8 +106,8 @@ BROKEN_ROWS = {
     "meta value is a blob": ("UPDATE meta SET value = X'00FF' WHERE key = 'name'", "meta entry 'name'"),
     "meta key is a blob": ("INSERT INTO meta VALUES (X'07', 'x')", "meta entry b'\\x07'"),
     "created is not a date": ("UPDATE meta SET value = 'yesterday-ish' WHERE key = 'created'", "created"),
-    "duplicate scenario names": ("UPDATE scenarios SET payload_json = (SELECT payload_json FROM scenarios "
-                                 "WHERE position = 0)", "damaged project file"),
+    "duplicate scenario names": (("UPDATE scenarios SET payload_json = (SELECT payload_json FROM scenarios "
+                                  "WHERE position = 0)"), "damaged project file"),
     "no migrations recorded": ("DELETE FROM _sqlite_migrations", "already exists"),
 }
 

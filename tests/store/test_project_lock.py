@@ -51,6 +51,16 @@ def test_one_process_reopening_its_own_project_is_not_refused(tmp_path: Path) ->
     assert first.held and second.held and first.owner() is None
     assert json.loads(first.path.read_text())["pid"] == os.getpid()
     second.release()
+    assert first.path.exists()  # only the lock that took the file gives it back
+    first.release()
+    assert not first.path.exists()
+    (tmp_path / "link").symlink_to(tmp_path)
+    first.acquire()
+    by_link = ProjectLock(tmp_path / "link" / "p.gpuwb")
+    by_link.acquire()  # the same file by another path: still this process's own lock
+    assert by_link.held
+    by_link.release()
+    assert first.path.exists()  # only the lock that took the file gives it back
     first.release()
     assert not first.path.exists()
 

@@ -455,7 +455,13 @@ class MainWindow(QMainWindow):
         not touched and the current project stays open. A file another running workbench holds is
         refused too, with an offer to open an untitled copy of it instead.
         """
-        from workbench.store import ProjectLock, ProjectLockedError, load_estimates, open_project, read_only_reason
+        from workbench.store import (
+            ProjectLock,
+            ProjectLockedError,
+            load_estimates,
+            open_project,
+            read_only_reason,
+        )
 
         path = Path(path)
         try:

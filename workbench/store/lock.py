@@ -76,6 +76,7 @@ class ProjectLock:
     def __init__(self, project_path: str | Path) -> None:
         self.path = lock_path(project_path)
         self.held = False
+        self._taker = False  # this object took the file (and releases it)
         self._key = os.path.abspath(self.path)
 
     # --- who holds it ------------------------------------------------------------------------
@@ -146,7 +147,9 @@ class ProjectLock:
         to ``wait_s``; a window that has the project open is reported at once.
         """
         if self._key in _HELD:
-            self.held = True  # this process has it already (the window re-opening its own file)
+            # This process has it already (the window re-opening its own file): shared, and the
+            # lock that took the file is the one that gives it back.
+            self.held = True
             return
         deadline = time.monotonic() + wait_s
         payload = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "purpose": purpose}).encode()
@@ -154,6 +157,9 @@ class ProjectLock:
             try:
                 fd = self._take(payload)
             except _Busy as busy:
+                if busy.owner.get("pid") == os.getpid() and busy.owner.get("host") == socket.gethostname():
+                    self.held = True  # ours, reached by another path (a link): shared, as above
+                    return
                 if busy.owner.get("purpose") in (WRITE, None) and time.monotonic() < deadline:
                     time.sleep(0.02)
                     continue
@@ -161,7 +167,7 @@ class ProjectLock:
             except OSError:
                 return  # read-only folder: opening still works, the lock is best effort
             _HELD[self._key] = fd
-            self.held = True
+            self.held = self._taker = True
             return
 
     def _message(self, owner: dict[str, object]) -> str:
@@ -249,6 +255,9 @@ class ProjectLock:
         if not self.held:
             return
         self.held = False
+        if not self._taker:
+            return
+        self._taker = False
         fd = _HELD.pop(self._key, None)
         if fd is None:
             return
