@@ -130,3 +130,11 @@ def test_a_read_only_folder_gets_no_lock_but_opening_works(tmp_path: Path, monke
     lock = ProjectLock(tmp_path / "p.gpuwb")
     lock.acquire()
     assert not lock.held
+
+
+def test_a_fifo_in_place_of_the_lock_file_is_refused_without_hanging(tmp_path: Path) -> None:
+    path = tmp_path / "p.gpuwb"
+    os.mkfifo(ProjectLock(path).path)
+    assert ProjectLock(path).owner() is None
+    with pytest.raises(ProjectLockedError, match="is not a regular file; remove it"):
+        ProjectLock(path).acquire(purpose=WRITE, wait_s=1.0)

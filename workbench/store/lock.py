@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 
@@ -86,7 +87,7 @@ class ProjectLock:
         deadline = time.monotonic() + settle_s
         while True:
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
+                data = json.loads(self._read())
                 return {"host": str(data["host"]), "pid": int(data["pid"]), "purpose": str(data.get("purpose", OPEN))}
             except FileNotFoundError:
                 return None
@@ -94,6 +95,16 @@ class ProjectLock:
                 if time.monotonic() >= deadline:
                     return {"host": "?", "pid": None, "purpose": None}  # being written this moment
                 time.sleep(0.005)
+
+    def _read(self) -> bytes:
+        """The file's few bytes; never blocks (a FIFO in its place) and never reads much."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError("not a regular file")
+            return os.read(fd, 4096)
+        finally:
+            os.close(fd)
 
     def owner(self) -> dict[str, object] | None:
         """The live holder of the lock (another process), or None when it is free, stale or ours."""
@@ -105,7 +116,7 @@ class ProjectLock:
         if contents["pid"] == os.getpid() and contents["host"] == socket.gethostname():
             return None
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             return None
         try:
@@ -184,7 +195,8 @@ class ProjectLock:
         if fcntl is None:
             return self._take_exclusive(payload)
         for _ in range(50):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+                         | getattr(os, "O_NOFOLLOW", 0), 0o644)
             try:
                 taken = self._lock_fd(fd, payload)
             except _NoFlock:
@@ -200,6 +212,8 @@ class ProjectLock:
 
     def _lock_fd(self, fd: int, payload: bytes) -> bool:
         """Lock the open lock file and name us in it; False if it is no longer the file at the path."""
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ProjectLockedError(f"{self.path}: is not a regular file; remove it to use the project")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -274,7 +288,7 @@ class ProjectLock:
         if self._key in _HELD:
             return False
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return True
         except OSError:
