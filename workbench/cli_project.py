@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,50 +19,74 @@ def _emit(document: Any) -> None:
     sys.stdout.write("\n")
 
 
-def _locked_edit(path: str, edit: Any) -> Project:
-    """Open, change and save a project while holding its lock (refused if the window has it)."""
-    from workbench.store import ProjectLock, open_project, save_project
+#: How long a command waits for another command that is writing the same project (an edit takes
+#: a fraction of a second); a window that has the project open is reported at once.
+WRITE_WAIT_S = 10.0
+
+
+@contextmanager
+def _writing(path: str | Path) -> Iterator[None]:
+    """Hold the project's lock for a whole read-modify-write, so two writers never lose an edit."""
+    from workbench.store.lock import WRITE, ProjectLock
 
     lock = ProjectLock(path)
-    lock.acquire()
+    lock.acquire(purpose=WRITE, wait_s=WRITE_WAIT_S)
     try:
-        project = edit(open_project(path))
-        return save_project(project, path)
+        yield
     finally:
         lock.release()
 
 
-def _cmd_new(args: argparse.Namespace) -> int:
+def _locked_edit(path: str, edit: Any) -> Project:
+    """Open, change and save a project while holding its lock (refused if the window has it)."""
+    from workbench.store import open_project, save_project
+
+    with _writing(path):
+        project = edit(open_project(path))
+        return save_project(project, path)
+
+
+def _create(path: Path, project: Project, force: bool, hint: str) -> None:
+    """Write a new project file; an existing one only with ``force`` (and never under a writer)."""
     from workbench.store import save_project
 
+    with _writing(path):
+        if path.exists() and not force:
+            raise InputError(f"{path}: already exists (use --force to {hint})")
+        save_project(project, path)
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    if path.exists() and not args.force:
-        raise InputError(f"{path}: already exists (use --force to replace it)")
-    save_project(Project(name=args.name or path.stem, author=args.author or ""), path)
+    _create(path, Project(name=args.name or path.stem, author=args.author or ""), args.force, "replace it")
     print(f"created {path}")
     return 0
 
 
-def _cmd_add_scenario(args: argparse.Namespace) -> int:
+def _with_scenario(project: Project, scenario: Any, project_path: str) -> Project:
     from pydantic import ValidationError
 
-    from workbench.catalog.resolve import resolve_scenario
     from workbench.core.errors import describe_validation_error
+
+    if any(s.name == scenario.name for s in project.scenarios):
+        raise InputError(f"{project_path}: a scenario named '{scenario.name}' exists already")
+    try:
+        return Project.model_validate({**project.model_dump(), "scenarios": [*project.scenarios, scenario]})
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, project_path)) from None
+
+
+def _cmd_add_scenario(args: argparse.Namespace) -> int:
+    from workbench.catalog.resolve import resolve_scenario
     from workbench.scenario_flags import scenario_from_args
-    from workbench.store import open_project
 
     project_path = args.project_file
     args.project = None  # the scenario comes from flags / a scenario file, not from the project
     scenario = scenario_from_args(args)
-    resolve_scenario(scenario, open_project(project_path))  # unknown ids are refused before saving
 
     def add(project: Project) -> Project:
-        if any(s.name == scenario.name for s in project.scenarios):
-            raise InputError(f"{project_path}: a scenario named '{scenario.name}' exists already")
-        try:
-            return Project.model_validate({**project.model_dump(), "scenarios": [*project.scenarios, scenario]})
-        except ValidationError as exc:
-            raise InputError(describe_validation_error(exc, project_path)) from None
+        resolve_scenario(scenario, project)  # unknown ids are refused before saving
+        return _with_scenario(project, scenario, project_path)
 
     _locked_edit(project_path, add)
     print(f"added scenario '{scenario.name}' to {project_path}")
@@ -112,7 +138,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from workbench.store import import_json, save_project, scenario_from_json
+    from workbench.store import import_json, scenario_from_json
 
     source = Path(args.json_file)
     try:
@@ -126,13 +152,10 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{source}: not valid JSON") from None
     if is_scenario:
         scenario = scenario_from_json(text, str(source))
-        _locked_edit(str(target), lambda p: Project.model_validate(
-            {**p.model_dump(), "scenarios": [*p.scenarios, scenario]}))
+        _locked_edit(str(target), lambda p: _with_scenario(p, scenario, str(target)))
         print(f"added scenario '{scenario.name}' to {target}")
         return 0
-    if target.exists() and not args.force:
-        raise InputError(f"{target}: already exists (use --force to replace it with the imported project)")
-    save_project(import_json(text, str(source)), target)
+    _create(target, import_json(text, str(source)), args.force, "replace it with the imported project")
     print(f"wrote {target}")
     return 0
 

@@ -390,7 +390,10 @@ class MainWindow(QMainWindow):
         """Project name, file name and the modified marker ``[*]`` (set from the undo stack's clean state)."""
         name = self.controller.project.name
         if self.project_path is not None:
-            name = f"{name} ({self.project_path.name})"
+            from workbench.store import read_only_reason
+
+            marker = ", read-only" if read_only_reason(self.project_path) else ""
+            name = f"{name} ({self.project_path.name}{marker})"
         clean = self.controller.undo_stack.isClean()
         scenario = self.controller.current
         self.setWindowTitle(f"{name}[*] — {scenario} — {APP_TITLE}" if scenario else f"{name}[*] — {APP_TITLE}")
@@ -452,7 +455,13 @@ class MainWindow(QMainWindow):
         not touched and the current project stays open. A file another running workbench holds is
         refused too, with an offer to open an untitled copy of it instead.
         """
-        from workbench.store import ProjectLock, ProjectLockedError, load_estimates, open_project
+        from workbench.store import (
+            ProjectLock,
+            ProjectLockedError,
+            load_estimates,
+            open_project,
+            read_only_reason,
+        )
 
         path = Path(path)
         try:
@@ -470,7 +479,10 @@ class MainWindow(QMainWindow):
                 return self._offer_copy(project, str(exc))
         self._set_project(project, path, lock, estimates)
         self.recent_files.add(path)
-        self.statusBar().showMessage(f"Opened {path}", 6000)
+        self._update_title()
+        read_only = read_only_reason(path)
+        self.statusBar().showMessage(f"Opened {path}" + (f" read-only ({read_only}): Save As saves a copy"
+                                                         if read_only else ""), 8000)
         return True
 
     def _offer_copy(self, project: Project, message: str) -> bool:
@@ -516,7 +528,21 @@ class MainWindow(QMainWindow):
     def save(self) -> bool:
         if self.project_path is None:
             return self.ask_save_as()
+        from workbench.store import read_only_reason
+
+        reason = read_only_reason(self.project_path)
+        if reason:
+            return self._offer_save_as(self.project_path, reason)
         return self.save_to(self.project_path)
+
+    def _offer_save_as(self, path: Path, reason: str) -> bool:
+        """A read-only project is never saved in place: offer to save a copy under another name."""
+        answer = QMessageBox.warning(
+            self, "Project is read-only",
+            f"{path} cannot be saved in place: {reason}.\n\nSave a copy under another name (Save As)?",
+            QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Save,
+        )
+        return answer == QMessageBox.StandardButton.Save and self.ask_save_as()
 
     def ask_save_as(self) -> bool:
         from workbench.store import SUFFIX

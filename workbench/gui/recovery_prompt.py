@@ -30,7 +30,6 @@ from PySide6.QtWidgets import (
 
 from workbench.core.errors import InputError
 from workbench.store import ProjectLock, Recovery, pending_recoveries
-from workbench.store.lock import lock_path
 
 
 def offered_recoveries(exclude: Iterable[Path] = ()) -> list[Recovery]:
@@ -43,8 +42,7 @@ def offered_recoveries(exclude: Iterable[Path] = ()) -> list[Recovery]:
 def forget(recovery: Recovery) -> None:
     """Delete a recovery copy and the stale lock its dead writer left."""
     recovery.discard()
-    if ProjectLock(recovery.recovery_file).owner() is None:
-        lock_path(recovery.recovery_file).unlink(missing_ok=True)
+    ProjectLock(recovery.recovery_file).remove_if_stale()
 
 
 @dataclass(frozen=True)

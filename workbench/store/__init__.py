@@ -9,6 +9,7 @@ from workbench.store.project_file import (
     export_json,
     import_json,
     open_project,
+    read_only_reason,
     save_project,
     scenario_from_json,
 )
@@ -16,7 +17,8 @@ from workbench.store.recovery import Recovery, discard_recovery, pending_recover
 
 __all__ = [
     "SUFFIX", "ProjectFileError", "ProjectLock", "ProjectLockedError", "Recovery", "check_project_file",
-    "discard_recovery", "export_json", "import_json", "open_project", "pending_recoveries", "save_project",
+    "discard_recovery", "export_json", "import_json", "open_project", "pending_recoveries", "read_only_reason",
+    "save_project",
     "scenario_from_json", "write_recovery",
     "input_hash", "load_estimates", "save_estimates",
 ]

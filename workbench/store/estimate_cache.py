@@ -97,13 +97,18 @@ def _quantity(item: dict[str, Any]) -> Quantity:
 
 
 def load_estimates(path: str | Path) -> CachedEstimates:
-    """The cached estimates of a project file (never writes; a bad file raises ProjectFileError)."""
+    """The cached estimates of a project file (never writes; a bad file raises ProjectFileError).
+
+    The cache is derived data: an entry whose values are not text is skipped (recomputed), not
+    a reason to refuse the project.
+    """
     conn = load_database(path)
     try:
         rows = Database(conn)["estimates"].rows
-        return {row["scenario"]: (row["input_hash"], row["payload_json"]) for row in rows}
+        return {row["scenario"]: (row["input_hash"], row["payload_json"]) for row in rows
+                if all(isinstance(row[k], str) for k in ("scenario", "input_hash", "payload_json"))}
     except sqlite3.DatabaseError as exc:
-        raise ProjectFileError(f"{path}: damaged project file ({exc})") from None
+        raise ProjectFileError(f"cannot open project {path}: damaged project file ({exc})") from None
     finally:
         conn.close()
 

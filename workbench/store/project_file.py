@@ -2,17 +2,23 @@
 
 * Saving writes a complete new database beside the target, fsyncs it and renames it over the
   target (``os.replace`` is atomic on POSIX): a crash or kill mid-save leaves the old file.
-* Opening never writes: the file is checked (SQLite header, our application id, format version)
-  and copied into memory, where older formats are migrated. A damaged, foreign or newer file is
-  refused with a message; the file on disk is left byte-for-byte as it was.
+* Opening never writes: the file is checked (a regular file, SQLite header, our application id,
+  format version), read into memory, migrated there, and checked again (every table and column,
+  every payload and its types). A damaged, foreign or newer file is refused with one line,
+  "cannot open project FILE: why"; the file on disk is left byte-for-byte as it was, and nothing
+  is created beside it.
+* Temp files of saves that were killed are removed by the next open or save of that project
+  (:mod:`workbench.store.files`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import sqlite3
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +33,17 @@ from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.project import Comparison, Project
 from workbench.core.scenario import Scenario
-from workbench.store.schema import APPLICATION_ID, FORMAT_VERSION, migrations
+from workbench.store.files import (
+    Unreadable,
+    new_temp_file,
+    one_line,
+    os_reason,
+    read_regular_file,
+    remove_stale_temp_files,
+    remove_temp_file,
+    sqlite_reason,
+)
+from workbench.store.schema import APPLICATION_ID, FORMAT_VERSION, migrations, schema_problem
 
 SUFFIX = ".gpuwb"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -46,32 +62,95 @@ def save_project(project: Project, path: str | Path, *, touch: bool = True,
 
     ``estimates`` (scenario name -> (input hash, estimate JSON)) are cached results written in the
     same atomic file (see :mod:`workbench.store.estimate_cache`); entries for scenarios the project
-    does not hold are dropped.
+    does not hold are dropped. The new file is read back and checked before it replaces the old
+    one; any failure (a full disk included) leaves the old file byte for byte as it was.
     """
     target = Path(path)
+    if target.is_symlink():
+        target = Path(os.path.realpath(target))  # replace the file the link points to, keep the link
     if touch:
         project = project.model_copy(update={"modified": dt.datetime.now(dt.timezone.utc).replace(microsecond=0)})
     directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise ProjectFileError(f"{target}: folder {directory} does not exist")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".saving", dir=directory)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    existed = _check_save_target(target, directory)
+    remove_stale_temp_files(target)
+    unchanged = "the previous file is unchanged" if existed else "nothing was written"
+    tmp: Path | None = None
     try:
+        tmp = new_temp_file(target)
         _write_database(project, tmp, estimates or {})
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
+        _verify(project, tmp, target)
         os.chmod(tmp, _file_mode(target))
         os.replace(tmp, target)
+        tmp = None
         _fsync_directory(directory)
-        _remove_leftovers(target)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ProjectFileError(f"{target}: cannot save ({exc.strerror or exc}); the previous file is unchanged") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        raise ProjectFileError(f"cannot save project {_shown(target)}: {os_reason(exc)}; {unchanged}") from None
+    except sqlite3.Error as exc:
+        raise ProjectFileError(f"cannot save project {_shown(target)}: {sqlite_reason(exc)}; {unchanged}") from None
+    finally:
+        if tmp is not None:
+            remove_temp_file(tmp)
     return project
+
+
+def _shown(file: Path) -> str:
+    return one_line(str(file))
+
+
+def _check_save_target(target: Path, directory: Path) -> bool:
+    """Refuse targets a save must not replace; True if a previous file exists."""
+    if not directory.is_dir():
+        raise ProjectFileError(f"cannot save project {_shown(target)}: folder {_shown(directory)} does not exist")
+    try:
+        info = target.lstat()
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        raise ProjectFileError(f"cannot save project {_shown(target)}: {os_reason(exc)}") from None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise ProjectFileError(f"cannot save project {_shown(target)}: exists and is not a regular file")
+    reason = read_only_reason(target)
+    if reason:
+        raise ProjectFileError(f"cannot save project {_shown(target)}: {reason}; save it under another name")
+    return info is not None
+
+
+def read_only_reason(path: str | Path) -> str | None:
+    """Why a save to ``path`` cannot replace it ("the file is read-only", ...), or None.
+
+    A save renames a new file over the old one, which the folder's permissions allow even for a
+    read-only file: a file marked read-only is respected anyway (as editors do).
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        info = target.stat()
+    except OSError:
+        info = None
+    if info is not None and (not info.st_mode & 0o222 or not os.access(target, os.W_OK)):
+        return "the file is read-only"
+    if not os.access(directory, os.W_OK):
+        return f"the folder {_shown(directory)} is read-only"
+    return None
+
+
+def _verify(project: Project, written: Path, target: Path) -> None:
+    """Read the new file back before it replaces anything: a short write must not win."""
+    try:
+        conn = load_database(written)
+    except ProjectFileError:
+        raise OSError(errno.EIO, "the new file did not read back intact") from None
+    try:
+        counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("models", "accelerators", "scenarios", "comparisons")}
+    finally:
+        conn.close()
+    expected = {"models": len(project.models), "accelerators": len(project.accelerators),
+                "scenarios": len(project.scenarios), "comparisons": len(project.comparisons)}
+    if counts != expected:
+        raise OSError(errno.EIO, "the new file did not read back intact")
 
 
 def _file_mode(target: Path) -> int:
@@ -82,12 +161,6 @@ def _file_mode(target: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def _remove_leftovers(target: Path) -> None:
-    """Temp files of saves that were killed before their rename (never the live file)."""
-    for leftover in target.parent.glob(f".{target.name}.*.saving"):
-        leftover.unlink(missing_ok=True)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -106,6 +179,10 @@ def _fsync_directory(directory: Path) -> None:
 def _write_database(project: Project, file: Path, estimates: Mapping[str, tuple[str, str]]) -> None:
     conn = sqlite3.connect(file)
     try:
+        # The temp file is private until it is renamed, and it is fsynced before that: no journal
+        # (so a killed save leaves no -journal file) and no syncs per transaction are needed.
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        conn.execute("PRAGMA synchronous = OFF")
         db = Database(conn)
         migrations.apply(db)
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -168,90 +245,147 @@ def check_project_file(path: str | Path) -> None:
     load_database(path).close()
 
 
+def _refuse(file: Path, reason: str) -> ProjectFileError:
+    return ProjectFileError(f"cannot open project {_shown(file)}: {reason}")
+
+
 def load_database(path: str | Path) -> sqlite3.Connection:
-    """An in-memory copy of the project file, migrated to the current format. Never writes."""
+    """An in-memory copy of the project file, migrated to the current format and checked.
+
+    Never writes, and never leaves anything beside the file: the bytes are read once (a regular
+    file of a sane size only) and SQLite works on the copy in memory, so a WAL-mode file gets no
+    ``-wal``/``-shm`` files, and a read-only file or folder reads like any other.
+    """
     file = Path(path)
     try:
-        with open(file, "rb") as handle:
-            head = handle.read(100)
-    except FileNotFoundError:
-        raise ProjectFileError(f"{file}: no such project file") from None
-    except IsADirectoryError:
-        raise ProjectFileError(f"{file}: is a folder, not a project file") from None
-    except OSError as exc:
-        raise ProjectFileError(f"{file}: cannot read ({exc.strerror or exc})") from None
-    if not head.startswith(_SQLITE_MAGIC):
-        raise ProjectFileError(f"{file}: not a workbench project (not an SQLite file)")
-    if len(head) < 100:
-        raise ProjectFileError(f"{file}: damaged project file (truncated header)")
-    if int.from_bytes(head[68:72], "big") != APPLICATION_ID:
-        raise ProjectFileError(f"{file}: an SQLite file, but not a workbench project")
-    version = int.from_bytes(head[60:64], "big")
+        data = read_regular_file(file)
+    except Unreadable as exc:
+        raise _refuse(file, str(exc)) from None
+    if not data:
+        raise _refuse(file, "empty file (0 bytes), not a workbench project")
+    if not data.startswith(_SQLITE_MAGIC):
+        raise _refuse(file, "not a workbench project (not an SQLite file)")
+    if len(data) < 100:
+        raise _refuse(file, "damaged project file (truncated header)")
+    if int.from_bytes(data[68:72], "big") != APPLICATION_ID:
+        raise _refuse(file, "an SQLite file, but not a workbench project")
+    version = int.from_bytes(data[60:64], "big")
     if version > FORMAT_VERSION:
-        raise ProjectFileError(
-            f"{file}: written in project format {version} by a newer workbench; this version "
-            f"({__version__}) reads formats up to {FORMAT_VERSION}. Update the workbench to open it"
-        )
+        raise _refuse(file, f"written in project format {version} by a newer workbench; this version "
+                            f"({__version__}) reads formats up to {FORMAT_VERSION}. Update the workbench to open it")
     memory = sqlite3.connect(":memory:")
     try:
-        source = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            source.backup(memory)
-        finally:
-            source.close()
+        _load_into(memory, file, data)
         status = memory.execute("PRAGMA quick_check").fetchone()[0]
         if status != "ok":
-            raise ProjectFileError(f"{file}: damaged project file ({status})")
-        migrations.apply(Database(memory))
-    except sqlite3.DatabaseError as exc:
+            raise _refuse(file, f"damaged project file ({one_line(str(status))})")
+        # What migrations.apply needs must be there before it runs: on a file with no record of
+        # them it would create every table, and an empty project would open.
+        problem = schema_problem(memory, only=("_sqlite_migrations",))
+        if problem:
+            raise _refuse(file, f"damaged project file ({problem})")
+        try:
+            migrations.apply(Database(memory))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _refuse(file, f"damaged project file (migration records: {one_line(repr(exc))})") from None
+        problem = schema_problem(memory)
+        if problem:
+            raise _refuse(file, f"damaged project file ({problem})")
+    except sqlite3.Error as exc:
         memory.close()
-        raise ProjectFileError(f"{file}: damaged project file ({exc})") from None
-    except ProjectFileError:
+        raise _refuse(file, f"damaged project file ({one_line(str(exc))})") from None
+    except OSError as exc:  # the private copy of a WAL-mode file could not be made
+        memory.close()
+        raise _refuse(file, f"cannot read ({os_reason(exc)})") from None
+    except BaseException:
         memory.close()
         raise
     return memory
 
 
+def _load_into(memory: sqlite3.Connection, file: Path, data: bytes) -> None:
+    """Put the file's database into ``memory``, with the committed pages of a WAL file beside it."""
+    wal_mode = data[18] == 2 or data[19] == 2
+    wal = Path(f"{file}-wal")
+    if wal_mode:
+        try:
+            wal_data = read_regular_file(wal)
+        except Unreadable:
+            wal_data = b""
+        if wal_data:
+            # Pages another program committed to the WAL but not yet to the file: let SQLite
+            # recover them from private copies (the originals stay untouched).
+            with tempfile.TemporaryDirectory(prefix="gpuwb-open-") as folder:
+                copy = Path(folder) / "project.db"
+                copy.write_bytes(data)
+                Path(f"{copy}-wal").write_bytes(wal_data)
+                source = sqlite3.connect(copy)
+                try:
+                    source.backup(memory)
+                finally:
+                    source.close()
+            return
+        # An in-memory database cannot be in WAL mode: read the pages as a rollback-journal file.
+        patched = bytearray(data)
+        patched[18] = patched[19] = 1
+        data = bytes(patched)
+    memory.deserialize(data)
+
+
 def open_project(path: str | Path) -> Project:
-    """Read a project file into a validated :class:`Project`."""
+    """Read a project file into a validated :class:`Project`; anything wrong is one line."""
     file = Path(path)
+    remove_stale_temp_files(file)
     conn = load_database(file)
     try:
         return _read_project(Database(conn), file)
-    except sqlite3.DatabaseError as exc:
-        raise ProjectFileError(f"{file}: damaged project file ({exc})") from None
+    except sqlite3.Error as exc:
+        raise _refuse(file, f"damaged project file ({one_line(str(exc))})") from None
+    except (KeyError, TypeError, ValueError, AttributeError, UnicodeDecodeError, RecursionError) as exc:
+        raise _refuse(file, f"damaged project file ({type(exc).__name__}: {one_line(str(exc))})") from None
     finally:
         conn.close()
 
 
 def _payload(file: Path, what: str, row: dict[str, Any], model: type) -> Any:
     version = row.get("schema_version", 1)
+    if version is not None and not isinstance(version, int):
+        raise _refuse(file, f"damaged project file ({what}: schema_version is {type(version).__name__}, "
+                            "not a number)")
     if version is not None and version > 1:
-        raise ProjectFileError(f"{file}: {what} uses payload version {version}, newer than this workbench reads")
+        raise _refuse(file, f"{what} uses payload version {version}, newer than this workbench reads")
+    payload = row.get("payload_json")
+    if not isinstance(payload, str | bytes):
+        raise _refuse(file, f"damaged project file ({what}: payload_json is "
+                            f"{'missing' if payload is None else type(payload).__name__}, not JSON text)")
     try:
-        return model.model_validate_json(row["payload_json"])
+        return model.model_validate_json(payload)
     except ValidationError as exc:
-        raise ProjectFileError(describe_validation_error(exc, f"{file}: {what}")) from None
+        raise _refuse(file, one_line(describe_validation_error(exc, f"damaged project file ({what})"))) from None
 
 
 def _read_project(db: Database, file: Path) -> Project:
-    meta = {row["key"]: row["value"] for row in db["meta"].rows}
-    models = {r["id"]: _payload(file, f"model '{r['id']}'", r, ModelArchitecture) for r in db["models"].rows}
+    meta = {}
+    for row in db["meta"].rows:
+        if not isinstance(row["key"], str) or not isinstance(row["value"], str | None):
+            raise _refuse(file, f"damaged project file (meta entry {one_line(repr(row['key']))} is not text)")
+        meta[row["key"]] = row["value"]
+    models = {r["id"]: _payload(file, f"model {_name(r['id'])}", r, ModelArchitecture) for r in db["models"].rows}
     accelerators = {
-        r["id"]: _payload(file, f"accelerator '{r['id']}'", r, Accelerator) for r in db["accelerators"].rows
+        r["id"]: _payload(file, f"accelerator {_name(r['id'])}", r, Accelerator) for r in db["accelerators"].rows
     }
     scenarios = tuple(
-        _payload(file, f"scenario '{r['name']}'", r, Scenario)
+        _payload(file, f"scenario {_name(r['name'])}", r, Scenario)
         for r in db["scenarios"].rows_where(order_by="position")
     )
     comparisons = tuple(
-        _payload(file, f"comparison '{r['name']}'", r, Comparison)
+        _payload(file, f"comparison {_name(r['name'])}", r, Comparison)
         for r in db["comparisons"].rows_where(order_by="position")
     )
     data: dict[str, Any] = {
         "name": meta.get("name") or "Untitled project",
-        "author": meta.get("author", ""),
-        "notes": meta.get("notes", ""),
+        "author": meta.get("author") or "",
+        "notes": meta.get("notes") or "",
         "models": models,
         "accelerators": accelerators,
         "scenarios": scenarios,
@@ -263,7 +397,11 @@ def _read_project(db: Database, file: Path) -> Project:
     try:
         return Project.model_validate(data)
     except ValidationError as exc:
-        raise ProjectFileError(describe_validation_error(exc, str(file))) from None
+        raise _refuse(file, one_line(describe_validation_error(exc, "damaged project file"))) from None
+
+
+def _name(value: object) -> str:
+    return one_line(f"'{value}'")
 
 
 def export_json(project: Project) -> str:

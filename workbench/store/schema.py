@@ -8,6 +8,9 @@ schema; never edit a released step (files in the wild have run it).
 
 from __future__ import annotations
 
+import functools
+import sqlite3
+
 from sqlite_utils import Database, Migrations
 
 #: "GPWB" as a big-endian int: marks a SQLite file as a workbench project.
@@ -45,3 +48,38 @@ def _initial(db: Database) -> None:
     db["estimates"].create(
         {"scenario": str, "input_hash": str, "app_version": str, "payload_json": str}, pk="scenario"
     )
+
+
+@functools.cache
+def expected_columns() -> dict[str, frozenset[str]]:
+    """Every table (and its columns) a file holds after all migrations: built by running them."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        migrations.apply(Database(conn))
+        return _columns(conn)
+    finally:
+        conn.close()
+
+
+def _columns(conn: sqlite3.Connection, tables: list[str] | None = None) -> dict[str, frozenset[str]]:
+    if tables is None:
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    found = {t: frozenset(str(r[0]) for r in conn.execute("SELECT name FROM pragma_table_info(?)", (t,)))
+             for t in tables}
+    return {t: columns for t, columns in found.items() if columns}
+
+
+def schema_problem(conn: sqlite3.Connection, only: tuple[str, ...] = ()) -> str | None:
+    """What is missing from a (migrated) project database, or None when every table and column is there.
+
+    ``only``: check just these tables.
+    """
+    expected = {t: c for t, c in expected_columns().items() if not only or t in only}
+    found = _columns(conn, list(expected))
+    for table, columns in sorted(expected.items()):
+        if table not in found:
+            return f"missing table '{table}'"
+        missing = sorted(columns - found[table])
+        if missing:
+            return f"table '{table}' lacks column{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+    return None
