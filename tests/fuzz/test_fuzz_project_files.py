@@ -5,12 +5,9 @@ project saved now with models, accelerators and scenarios. Each damaged copy mus
 valid project or be refused with one :class:`ProjectFileError` line (exit 2 in the CLI); never
 hang, never change the file, never leave a file beside it (``-wal``, ``-shm``, journals).
 
-Three defects of the project reader are still open (the reader lives in workbench.store and is
-being reworked separately): a damaged schema can raise UnicodeDecodeError or KeyError, and
-SQLite's integrity report can span several lines. They are pinned below as strict xfail cases;
-until they are fixed, the fuzz tests count them (as hypothesis events) instead of failing, and
-everything else must meet the full contract. When a case starts passing, strict xfail fails the
-run: drop the marker and the matching entry of :func:`_open_store_defect`.
+Three defects these tests found in the project reader (a damaged schema raising UnicodeDecodeError
+or KeyError, SQLite's integrity report passed on over several lines) are fixed; the byte changes
+that showed them are kept below as regression cases.
 """
 
 from __future__ import annotations
@@ -61,17 +58,6 @@ def damage(draw: st.DrawFn, seed: bytes) -> bytes:
     return bytes(raw)
 
 
-def _open_store_defect(exc: BaseException) -> str | None:
-    """The name of an open store defect this exception shows, or None."""
-    if isinstance(exc, UnicodeDecodeError):
-        return "UnicodeDecodeError from a damaged schema"
-    if isinstance(exc, KeyError):
-        return "KeyError from a damaged schema"
-    if isinstance(exc, ProjectFileError) and "\n" in str(exc):
-        return "multi-line integrity report"
-    return None
-
-
 def _damaged_copy(seeds: dict[str, bytes], data: st.DataObject, folder: Path) -> Path:
     seed = data.draw(st.sampled_from(sorted(seeds)))
     path = folder / "damaged.gpuwb"
@@ -93,13 +79,9 @@ def test_damaged_projects_open_or_are_refused_in_one_line(
         try:
             project = open_project(path)
         except Exception as exc:  # noqa: BLE001 - the contract is checked on whatever comes out
-            defect = _open_store_defect(exc)
-            if defect is not None:
-                event(f"open store defect: {defect}")
-            else:
-                assert isinstance(exc, ProjectFileError), repr(exc)
-                assert_one_line(exc)
-                event("refused")
+            assert isinstance(exc, ProjectFileError), repr(exc)
+            assert_one_line(exc)
+            event("refused")
         else:
             assert isinstance(project, Project)
             event("opened")
@@ -116,18 +98,9 @@ def test_damaged_projects_through_the_cli(
     path = _damaged_copy(seeds, data, folder)
     before = digest(path)
     with no_hang():
-        try:
-            code, out, err = run_cli("project", "list", str(path))
-        except Exception as exc:  # noqa: BLE001
-            defect = _open_store_defect(exc)
-            assert defect is not None, repr(exc)
-            event(f"open store defect: {defect}")
-        else:
-            if code == 2 and len(err.strip().splitlines()) > 1:
-                event("open store defect: multi-line integrity report")
-            else:
-                assert_cli_contract(code, out, err)
-                event(f"exit {code}")
+        code, out, err = run_cli("project", "list", str(path))
+        assert_cli_contract(code, out, err)
+        event(f"exit {code}")
     assert digest(path) == before
     assert [p.name for p in folder.iterdir()] == ["damaged.gpuwb"]
 
@@ -140,20 +113,11 @@ def _patched(tmp_path: Path, offset: int, value: int) -> Path:
     return path
 
 
-# Found by the fuzz tests above; each is one byte of format-v1.gpuwb changed.
+# Found by the fuzz tests above (fixed since); each is one byte of format-v1.gpuwb changed.
 STORE_DEFECTS = [
-    pytest.param(3630, 0x82, id="schema-text-not-utf8",
-                 marks=pytest.mark.xfail(strict=True, raises=UnicodeDecodeError,
-                                         reason="workbench.store: a non-UTF-8 byte in the schema raises "
-                                                "UnicodeDecodeError, not ProjectFileError")),
-    pytest.param(3665, 0x60, id="meta-value-column-renamed",
-                 marks=pytest.mark.xfail(strict=True, raises=KeyError,
-                                         reason="workbench.store: a meta table without its 'value' column "
-                                                "raises KeyError, not ProjectFileError")),
-    pytest.param(45063, 0xFF, id="free-space-corruption",
-                 marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                         reason="workbench.store: PRAGMA quick_check's report is passed on "
-                                                "with its line breaks (a multi-line error)")),
+    pytest.param(3630, 0x82, id="schema-text-not-utf8"),
+    pytest.param(3665, 0x60, id="meta-value-column-renamed"),
+    pytest.param(45063, 0xFF, id="free-space-corruption"),
 ]
 
 
