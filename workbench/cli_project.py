@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +23,11 @@ def _emit(document: Any) -> None:
 WRITE_WAIT_S = 10.0
 
 
-@contextmanager
-def _writing(path: str | Path) -> Iterator[None]:
+def _writing(path: str | Path) -> AbstractContextManager[None]:
     """Hold the project's lock for a whole read-modify-write, so two writers never lose an edit."""
-    from workbench.store.lock import WRITE, ProjectLock
+    from workbench.store.lock import writing
 
-    lock = ProjectLock(path)
-    lock.acquire(purpose=WRITE, wait_s=WRITE_WAIT_S)
-    try:
-        yield
-    finally:
-        lock.release()
+    return writing(path, WRITE_WAIT_S)
 
 
 def _locked_edit(path: str, edit: Any) -> Project:

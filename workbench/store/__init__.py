@@ -16,9 +16,22 @@ from workbench.store.project_file import (
 from workbench.store.recovery import Recovery, discard_recovery, pending_recoveries, write_recovery
 
 __all__ = [
-    "SUFFIX", "ProjectFileError", "ProjectLock", "ProjectLockedError", "Recovery", "check_project_file",
-    "discard_recovery", "export_json", "import_json", "open_project", "pending_recoveries", "read_only_reason",
+    "SUFFIX",
+    "ProjectFileError",
+    "ProjectLock",
+    "ProjectLockedError",
+    "Recovery",
+    "check_project_file",
+    "discard_recovery",
+    "export_json",
+    "import_json",
+    "input_hash",
+    "load_estimates",
+    "open_project",
+    "pending_recoveries",
+    "read_only_reason",
+    "save_estimates",
     "save_project",
-    "scenario_from_json", "write_recovery",
-    "input_hash", "load_estimates", "save_estimates",
+    "scenario_from_json",
+    "write_recovery",
 ]

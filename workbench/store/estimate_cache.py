@@ -29,6 +29,7 @@ from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
 from workbench.engine.quantity import EstimatorFailure, Quantity
 from workbench.engine.quantity import Warning as EstimateWarning
+from workbench.store.lock import writing
 from workbench.store.project_file import ProjectFileError, load_database, open_project, save_project
 
 #: scenario name -> (input hash, estimate JSON)
@@ -119,7 +120,8 @@ def save_estimates(path: str | Path, estimates: Mapping[str, tuple[str, str]]) -
     The window writes estimates as part of its save (``save_project(..., estimates=...)``); this
     is for tools that add estimates to a file they did not otherwise change.
     """
-    save_project(open_project(path), path, touch=False, estimates=estimates)
+    with writing(path):  # another writer's edit between the read and the save would be lost
+        save_project(open_project(path), path, touch=False, estimates=estimates)
 
 
 __all__ = ["CachedEstimates", "estimate_from_json", "estimate_to_json", "input_hash", "load_estimates",

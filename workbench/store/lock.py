@@ -22,6 +22,8 @@ import os
 import socket
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.core.errors import InputError
@@ -314,3 +316,18 @@ class ProjectLock:
             return True
         finally:
             os.close(fd)
+
+
+@contextmanager
+def writing(project_path: str | Path, wait_s: float = 10.0) -> Iterator[None]:
+    """Hold the project's lock for a whole read-modify-write, so two writers never lose an edit.
+
+    Waits up to ``wait_s`` for another writer (an edit takes a fraction of a second); a window
+    that has the project open is reported at once (:class:`ProjectLockedError`).
+    """
+    lock = ProjectLock(project_path)
+    lock.acquire(purpose=WRITE, wait_s=wait_s)
+    try:
+        yield
+    finally:
+        lock.release()

@@ -69,7 +69,7 @@ def save_project(project: Project, path: str | Path, *, touch: bool = True,
     if target.is_symlink():
         target = Path(os.path.realpath(target))  # replace the file the link points to, keep the link
     if touch:
-        project = project.model_copy(update={"modified": dt.datetime.now(dt.timezone.utc).replace(microsecond=0)})
+        project = project.model_copy(update={"modified": dt.datetime.now(dt.UTC).replace(microsecond=0)})
     directory = target.parent if str(target.parent) else Path(".")
     existed = _check_save_target(target, directory)
     remove_stale_temp_files(target)

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.atomic_write import verify_json, write_text
 from workbench.core.project import Project
 from workbench.paths import user_data_dir
 from workbench.store.project_file import ProjectFileError, open_project, save_project
@@ -49,7 +50,11 @@ def write_recovery(project: Project, original: Path | None, session: str = "unti
     folder.mkdir(parents=True, exist_ok=True)
     target = recovery_file_for(original, session)
     save_project(project, target, touch=False)
-    _sidecar(target).write_text(json.dumps({"original": str(original) if original else None}), encoding="utf-8")
+    # The sidecar says which file the copy belongs to: written aside and renamed, so a crash in the
+    # middle never leaves a half-written one that would orphan the copy.
+    write_text(
+        _sidecar(target), json.dumps({"original": str(original) if original else None}), verify=verify_json
+    )
     return target
 
 
