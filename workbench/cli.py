@@ -7,13 +7,13 @@ code 2, never a traceback. ``--json`` prints exactly one JSON document on stdout
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from workbench import __version__
 from workbench.core.errors import InputError
+from workbench.cli_output import EscapingWriter, emit_json, finite_or_none, stream_json_object
 from workbench.core.units import format_bytes, format_count
 
 EXIT_USAGE = 2
@@ -27,8 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 # --- catalog ------------------------------------------------------------------------------------
@@ -241,7 +240,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import io
 
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.engine.sweep import parse_axis, sweep_chunks, sweep_rows
+    from workbench.engine.sweep import check_sweep_size, parse_axis, sweep_chunks, sweep_rows
     from workbench.pluginhost import default_engine
     from workbench.scenario_flags import project_from_args, scenario_from_args
 
@@ -250,6 +249,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     project = project_from_args(args)
     base = scenario_from_args(args, project)
     axes = [parse_axis(spec, base) for spec in args.vary]
+    check_sweep_size(axes)  # before any output: a refused sweep writes nothing
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
     resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
@@ -262,7 +262,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             text = io.StringIO()
             csv.writer(text, lineterminator="\n").writerows(
                 [*(combo if unique else dict(zip(names, combo)).values()),
-                 *("" if v is None else v for v in values), error or ""]
+                 *("" if finite_or_none(v) is None else v for v in values), error or ""]
                 for combo, values, error in rows
             )  # fmt: skip
             return text.getvalue()
@@ -271,9 +271,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         for chunk in sweep_chunks(base, axes, resolve, default_engine(), keys, render):
             sys.stdout.write(chunk)
         return 0
-    rows_out = sweep_rows(base, axes, resolve, default_engine(), keys)
-    rows = [{**r.settings, **r.values, "error": r.error} for r in rows_out]
-    _emit_json({"varied": names, "keys": keys, "count": len(rows), "points": rows})
+    count = check_sweep_size(axes)
+    rows = ({**r.settings, **r.values, "error": r.error} for r in sweep_rows(base, axes, resolve, default_engine(), keys))
+    # Streamed: a million points are written as they come, never held as one document.
+    stream_json_object({"varied": names, "keys": keys, "count": count}, "points", rows, sys.stdout)
     return 0
 
 
@@ -314,6 +315,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         found = solvers.largest_fitting(engine, resolved, field)
         doc["answer"] = None if found is None else {field: found[0], "memory_per_gpu": found[1].get("memory.per_gpu.total")}
         text = "nothing fits, even at 1" if found is None else f"{field} = {found[0]:,}"
+        if found is not None and solvers.at_search_limit(field, found[0]):
+            # The limit itself fits: the true maximum is unknown, so say "at least", never "=".
+            limit = solvers.SEARCH_LIMITS[field]
+            doc["answer"] = None
+            doc["at_least"] = {field: limit, "memory_per_gpu": found[1].get("memory.per_gpu.total")}
+            doc["reason"] = text = f"fits beyond the search limit: {field} >= {limit:,} (the largest a scenario accepts)"
     else:
         found_layouts = solvers.layouts(engine, resolved)
         doc["answer"] = [layout.as_dict() for layout in found_layouts]
@@ -464,18 +471,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        return _open_window(argv)
+    # Everything the CLI prints goes through one filter: names from files and flags may hold
+    # terminal escape sequences, which are shown escaped (\x1b), never sent to the terminal.
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingWriter(stdout), EscapingWriter(stderr)
     try:
-        return handler(args)
-    except InputError as exc:
-        print(f"gpu-workbench: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:
-        return 0
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            sys.stdout, sys.stderr = stdout, stderr
+            return _open_window(argv)
+        try:
+            return handler(args)
+        except InputError as exc:
+            print(f"gpu-workbench: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except BrokenPipeError:
+            return 0
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 if __name__ == "__main__":  # pragma: no cover

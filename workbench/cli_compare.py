@@ -8,10 +8,10 @@ $3.50 per GPU-hour), or ``--candidates all`` (the catalog plus the project's own
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from workbench.cli_output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
@@ -31,8 +31,7 @@ SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
 
 
 def _emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 # --- arguments ----------------------------------------------------------------------------------
@@ -540,6 +539,13 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
             }
             limit = format_metric("tpot_s", args.max_tpot)
             text = f"{field} = {value:,} (TPOT {format_metric('tpot_s', tpot)} <= {limit})"
+            if solvers.at_search_limit(field, value):
+                # The search limit itself qualifies: report a bound, not an answer.
+                doc["at_least"], doc["answer"] = doc["answer"], None
+                doc["reason"] = text = (
+                    f"meets the target beyond the search limit: {field} >= {value:,} "
+                    f"(TPOT {format_metric('tpot_s', tpot)} <= {limit})"
+                )
     if args.json:
         _emit_json(doc)
     else:

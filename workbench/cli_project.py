@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from workbench.cli_output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 
 
 def _emit(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 def _locked_edit(path: str, edit: Any) -> Project:
@@ -112,16 +112,19 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_import(args: argparse.Namespace) -> int:
     from workbench.store import import_json, save_project, scenario_from_json
 
+    from workbench.scenario_flags import read_input_text
+
     source = Path(args.json_file)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    text = read_input_text(source, "JSON file")
     target = Path(args.file)
     try:
         is_scenario = "scenarios" not in json.loads(text)
     except (json.JSONDecodeError, TypeError):
         raise InputError(f"{source}: not valid JSON") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
+    except ValueError:  # an integer of more than 4,300 digits
+        raise InputError(f"{source}: a number is too large (more than 4,300 digits)") from None
     if is_scenario:
         scenario = scenario_from_json(text, str(source))
         _locked_edit(str(target), lambda p: Project.model_validate(
