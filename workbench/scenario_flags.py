@@ -311,7 +311,25 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
         raise InputError(describe_validation_error(exc, "scenario")) from None
     for ident, value in scenario.assumptions.items():  # values the file gave as text ("0.5")
         _check_assumption(definitions or _assumption_definitions(), ident, value, "scenario")
+    if scenario.parallel.pp > 1:
+        _check_stages(scenario, project)
     return scenario
+
+
+def _check_stages(scenario: Scenario, project: Project | None) -> None:
+    """PP beyond the model's layers is a layout no framework runs, and the memory model builds
+    every stage: a million empty stages would take minutes to refuse later."""
+    from workbench.catalog.resolve import resolve_model_ref
+
+    try:
+        layers = resolve_model_ref(scenario.model, project).total_layers
+    except InputError:
+        return  # an unknown model is named when the scenario is resolved
+    if scenario.parallel.pp > layers:
+        raise InputError(
+            f"scenario: parallel.pp: {scenario.parallel.pp:,} pipeline stages for a model of {layers:,} layers; "
+            "PP is at most the layer count"
+        )
 
 
 def _assumption_definitions() -> dict[str, Any]:

@@ -316,6 +316,8 @@ class _Variants:
                 anchor = self._anchors[key] = self.resolve(scenario)
             except InputError as exc:
                 return str(exc)
+        if scenario.parallel.pp > anchor.model.total_layers:  # a stage per PP rank would be built
+            return f"PP {scenario.parallel.pp:,} exceeds the model's {anchor.model.total_layers:,} layers"
         cluster = anchor.cluster
         if scenario.num_gpus != cluster.num_gpus:  # as ResolvedScenario.with_scenario, one copy per count
             cluster = self._clusters.get((key, scenario.num_gpus))
