@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from workbench import __version__
 from workbench.core.errors import InputError
-from workbench.cli_output import EscapingWriter, emit_json, finite_or_none, stream_json_object
+from workbench.cli_output import EscapingWriter, emit_json, finite_or_none, one_line, stream_json_object
 from workbench.core.units import format_bytes, format_count
 
 EXIT_USAGE = 2
@@ -23,7 +23,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) and exits 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _emit_json(document: Any) -> None:
@@ -415,7 +415,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="estimate every combination of varied fields")
     add_scenario_flags(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
-                       help="a field and its values (repeatable), e.g. batch=1,2,4 or batch=1..512")
+                       help="a field and its values (repeatable), e.g. batch=1,2,4 or batch=1..512; "
+                       "at most 10,000 values per field and 1,000,000 points in all (points are streamed)")
     sweep.add_argument("--keys", help="comma-separated result keys to output")
     sweep.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
     sweep.set_defaults(handler=_cmd_sweep)
@@ -463,7 +464,7 @@ def _open_window(argv: Sequence[str]) -> int:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
     """Warnings (e.g. importer notes) as one readable line, without source excerpts."""
-    print(f"gpu-workbench: note: {message}", file=sys.stderr)
+    print(f"gpu-workbench: note: {one_line(str(message))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -477,6 +478,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout, sys.stderr = EscapingWriter(stdout), EscapingWriter(stderr)
     try:
         parser = build_parser()
+        if any("\x00" in item for item in argv):  # only an in-process caller can pass one
+            parser.error("an argument holds a NUL character")
         args = parser.parse_args(argv)
         handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
         if handler is None:
@@ -485,7 +488,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return handler(args)
         except InputError as exc:
-            print(f"gpu-workbench: error: {exc}", file=sys.stderr)
+            print(f"gpu-workbench: error: {one_line(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except BrokenPipeError:
             return 0

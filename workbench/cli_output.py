@@ -5,7 +5,8 @@
   key. ``allow_nan=False`` makes any value that escaped that walk an error, never bad output.
 * Text for a terminal never carries control characters: a name read from a file or a flag could
   hold an escape sequence that retitles, clears or rewrites the terminal. Every character of
-  Unicode category Cc (C0, DEL, C1) except newline and tab, and the bidirectional overrides, is
+  Unicode category Cc (C0, DEL, C1) except newline and tab, the bidirectional overrides and the
+  Unicode line separators, is
   written as its Python escape (``\\x1b``, ``\\u202e``). :class:`EscapingWriter` applies this to
   everything the CLI prints.
 """
@@ -26,12 +27,18 @@ _MAX_INT_BITS = 1000
 # and isolate characters that can reorder what a terminal shows ("Trojan Source").
 _UNSAFE = [c for c in range(0x20) if c not in (0x09, 0x0A)] + list(range(0x7F, 0xA0))
 _UNSAFE += list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))
+_UNSAFE += [0x2028, 0x2029]  # line and paragraph separators: a one-line message must stay one line
 _ESCAPES = {c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _UNSAFE}
 
 
 def escape_control(text: str) -> str:
     """``text`` with every terminal control character written as its escape (``\\x1b``)."""
     return text.translate(_ESCAPES)
+
+
+def one_line(text: str) -> str:
+    """A message as one line: a newline inside it (a key read from a file, say) is written ``\\n``."""
+    return text.replace("\r\n", "\\n").replace("\n", "\\n")
 
 
 class EscapingWriter(io.TextIOBase):

@@ -48,7 +48,7 @@ def _choices(enum: type) -> list[str]:
 _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--name", "name", str, None, "scenario name"),
     ("--gpu", "gpu", str, None, "accelerator id (see `catalog gpus`)"),
-    ("--gpus", "num_gpus", int, None, "GPUs in the job (default: TP x PP x DP)"),
+    ("--gpus", "num_gpus", int, None, "GPUs in the job (default: TP x PP x DP; at most 1,048,576)"),
     ("--node", "node", str, None, "node shape id (default: the accelerator's usual server)"),
     ("--workload", "workload", str, _choices(Workload), "what runs"),
     ("--method", "method", str, _choices(FinetuneMethod), "fine-tuning method"),
@@ -58,13 +58,13 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--weights", "weights", str, _choices(WeightFormat), "weight storage format"),
     ("--quant-group", "quant_group_size", int, None, "weights per int4 quantization group"),
     ("--kv-dtype", "kv_dtype", str, ["fp32", "bf16", "fp16", "fp8"], "KV-cache precision"),
-    ("--batch", "batch_size", int, None, "micro-batch (training) or concurrent requests (inference)"),
-    ("--seq-len", "seq_len", int, None, "tokens per sequence (prompt length for inference)"),
-    ("--gen-len", "gen_len", int, None, "output tokens per request"),
+    ("--batch", "batch_size", int, None, "micro-batch (training) or concurrent requests (inference); at most 1,048,576"),
+    ("--seq-len", "seq_len", int, None, "tokens per sequence (prompt length for inference); at most 16,777,216"),
+    ("--gen-len", "gen_len", int, None, "output tokens per request; at most 16,777,216"),
     ("--global-batch", "global_batch_size", int, None, "sequences per optimizer step, all replicas"),
-    ("--train-tokens", "train_tokens", float, None, "tokens to train on, e.g. 15e12"),
-    ("--tp", "parallel.tp", int, None, "tensor parallel degree"),
-    ("--pp", "parallel.pp", int, None, "pipeline parallel degree"),
+    ("--train-tokens", "train_tokens", float, None, "tokens to train on, e.g. 15e12 (at most 1e18)"),
+    ("--tp", "parallel.tp", int, None, "tensor parallel degree (TP, PP, DP, EP: each at most 1,048,576)"),
+    ("--pp", "parallel.pp", int, None, "pipeline parallel degree (at most the model's layer count)"),
     ("--dp", "parallel.dp", int, None, "data parallel degree (default: GPUs / (TP x PP))"),
     ("--ep", "parallel.ep", int, None, "expert parallel degree"),
     ("--zero", "parallel.zero_stage", int, ["0", "1", "2", "3"], "ZeRO stage (3 = FSDP)"),
@@ -92,7 +92,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--model-config", metavar="PATH", help="a config.json file or model folder")
     group.add_argument(
         "--scenario", metavar="FILE|NAME",
-        help="a scenario file (JSON or YAML), or with --project a scenario's name; flags override it",
+        help="a scenario file (JSON or YAML, at most 16 MiB), or with --project a scenario's name; "
+        "flags override it",
     )
     group.add_argument("--project", metavar="FILE", help="a project file (.gpuwb) holding the scenario")
     for flag, dest, typ, choices, help_text in _FLAGS:
@@ -109,7 +110,8 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--set", dest="assumption_overrides", action="append", default=[], metavar="ID=VALUE",
-        help="override a named assumption (repeatable)",
+        help="override a named assumption (repeatable); the value must be finite and within the "
+        "assumption's range (`gpu-workbench assumptions --json` lists them)",
     )
 
 

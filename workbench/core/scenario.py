@@ -19,6 +19,9 @@ from workbench.core.dtypes import ACTIVATION_DTYPES, DType, WeightFormat
 # reach the charts and the JSON output as values nothing can use.
 _FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
+#: Ids and paths never hold a NUL: no file system accepts one, and Python's path calls raise on it.
+_NO_NUL = r"^[^\x00]*$"
+
 #: An assumption id as estimators name them (``memory.fragmentation``).
 AssumptionId = Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_NAME_CHARS)]
 
@@ -145,9 +148,9 @@ class Scenario(BaseModel):
 
     schema_version: int = Field(1, description="Format version of this payload.")
     name: str = Field("Scenario", min_length=1, max_length=limits.MAX_NAME_CHARS, description="Name shown in the scenario list.")
-    model: str = Field(min_length=1, max_length=limits.MAX_PATH_CHARS, description="Model id (catalog or project) or a config.json path.")
-    gpu: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS, description="Accelerator id (catalog or custom).")
-    node: str | None = Field(None, max_length=limits.MAX_NAME_CHARS, description="Node shape id (None: the accelerator's usual server).")
+    model: str = Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=_NO_NUL, description="Model id (catalog or project) or a config.json path.")
+    gpu: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS, pattern=_NO_NUL, description="Accelerator id (catalog or custom).")
+    node: str | None = Field(None, max_length=limits.MAX_NAME_CHARS, pattern=_NO_NUL, description="Node shape id (None: the accelerator's usual server).")
     num_gpus: int = Field(1, gt=0, le=limits.MAX_GPUS, description="GPUs in the job.")
 
     workload: Workload = Field(Workload.INFERENCE, description="Serving, fine-tuning or pre-training.")
