@@ -352,7 +352,7 @@ def _cmd_assumptions(args: argparse.Namespace) -> int:
             print(f"| `{a.id}` | {a.default:g} | {a.unit} | {a.title} | {a.source} |")
         return 0
     for a in rows:
-        print(f"{a.id:<42} {a.default:g} {a.unit}")
+        print(f"{a.id:<42} {a.default:g} {a.unit} (allowed: {a.range_text()})")
         print(f"    {a.title}. Source: {a.source}")
     return 0
 

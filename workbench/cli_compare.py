@@ -25,7 +25,10 @@ from workbench.engine.compare import (
     format_metric,
     format_usd,
 )
+from workbench.core.limits import MAX_GPUS as LIMIT_GPUS
+from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.engine.solvers import MAX_GPUS
+from workbench.scenario_flags import finite_number, whole_number
 
 SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
 
@@ -38,22 +41,18 @@ def _emit_json(document: Any) -> None:
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    value = finite_number(text)  # nan, inf and 1e999 are refused with their own message
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
     return value
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    value = whole_number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got '{text}'")
+    if value > LIMIT_GPUS:
+        raise argparse.ArgumentTypeError(f"{value:,} is more than the limit of {LIMIT_GPUS:,}")
     return value
 
 
@@ -126,10 +125,10 @@ def parse_candidates(text: str) -> list[Candidate]:
         price = None
         if price_text:
             try:
-                price = float(price_text)
+                price = float(price_text) if len(price_text) <= 64 else -1.0
             except ValueError:
                 price = -1.0
-            if not price > 0:
+            if not 0 < price <= MAX_USD:  # also refuses nan and inf
                 raise InputError(
                     f"--gpus-list: '{item}': the price after @ must be a positive number (USD per GPU-hour)"
                 )
@@ -496,6 +495,8 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
             raise InputError("train-in: give the tokens to train on (--tokens N)")
         if args.deadline_days is None:
             raise InputError("train-in: give the deadline (--days D)")
+        if tokens > MAX_TRAIN_TOKENS:
+            raise InputError(f"train-in: --tokens {tokens:g} is more than the limit of {MAX_TRAIN_TOKENS:g}")
         scenario = scenario.model_copy(update={"train_tokens": float(tokens)})
         layout = solvers.train_within(
             engine, resolve_scenario(scenario, project), args.deadline_days, args.max_gpus

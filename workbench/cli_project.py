@@ -36,7 +36,15 @@ def _cmd_new(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if path.exists() and not args.force:
         raise InputError(f"{path}: already exists (use --force to replace it)")
-    save_project(Project(name=args.name or path.stem, author=args.author or ""), path)
+    from pydantic import ValidationError
+
+    from workbench.core.errors import describe_validation_error
+
+    try:
+        project = Project(name=args.name or path.stem, author=args.author or "")
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, "project")) from None
+    save_project(project, path)
     print(f"created {path}")
     return 0
 
@@ -127,6 +135,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
         raise InputError(f"{source}: a number is too large (more than 4,300 digits)") from None
     if is_scenario:
         scenario = scenario_from_json(text, str(source))
+        from workbench.pluginhost import default_engine
+        from workbench.engine.assumptions import check_overrides
+
+        try:  # the same ranges as --set and scenario files
+            check_overrides(default_engine().assumptions, scenario.assumptions)
+        except ValueError as exc:
+            raise InputError(f"{source}: {exc}") from None
         _locked_edit(str(target), lambda p: Project.model_validate(
             {**p.model_dump(), "scenarios": [*p.scenarios, scenario]}))
         print(f"added scenario '{scenario.name}' to {target}")

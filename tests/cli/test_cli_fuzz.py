@@ -125,6 +125,7 @@ def flag(draw: st.DrawFn) -> list[str]:
 commands = st.sampled_from([
     ["scenario", "--json"], ["estimate", "--json"], ["solve", "max-context", "--json"],
     ["solve", "max-batch", "--json"], ["solve", "layouts", "--json"], ["sweep"],
+    ["compare", "--gpus-list", "h100-sxm,l4", "--json"], ["sensitivity", "--json"],
 ])
 
 
