@@ -20,7 +20,7 @@ def _now() -> dt.datetime:
 class Comparison(BaseModel):
     """A saved side-by-side: candidate accelerators against scenarios."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS, description="Name of the comparison.")
     accelerators: tuple[str, ...] = Field((), description="Candidate accelerator ids.")
