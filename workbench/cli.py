@@ -7,13 +7,13 @@ code 2, never a traceback. ``--json`` prints exactly one JSON document on stdout
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from workbench import __version__
 from workbench.core.errors import InputError
+from workbench.cli_output import EscapingWriter, emit_json, finite_or_none, one_line, stream_json_object
 from workbench.core.units import format_bytes, format_count
 
 EXIT_USAGE = 2
@@ -23,12 +23,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) and exits 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
 def _emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 # --- catalog ------------------------------------------------------------------------------------
@@ -244,7 +243,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import io
 
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.engine.sweep import parse_axis, sweep_chunks, sweep_rows
+    from workbench.engine.sweep import check_sweep_size, parse_axis, sweep_chunks, sweep_rows
     from workbench.pluginhost import default_engine
     from workbench.scenario_flags import project_from_args, scenario_from_args
 
@@ -253,6 +252,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     project = project_from_args(args)
     base = scenario_from_args(args, project)
     axes = [parse_axis(spec, base) for spec in args.vary]
+    check_sweep_size(axes)  # before any output: a refused sweep writes nothing
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
     resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
@@ -265,7 +265,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             text = io.StringIO()
             csv.writer(text, lineterminator="\n").writerows(
                 [*(combo if unique else dict(zip(names, combo)).values()),
-                 *("" if v is None else v for v in values), error or ""]
+                 *("" if finite_or_none(v) is None else v for v in values), error or ""]
                 for combo, values, error in rows
             )  # fmt: skip
             return text.getvalue()
@@ -274,9 +274,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         for chunk in sweep_chunks(base, axes, resolve, default_engine(), keys, render):
             sys.stdout.write(chunk)
         return 0
-    rows_out = sweep_rows(base, axes, resolve, default_engine(), keys)
-    rows = [{**r.settings, **r.values, "error": r.error} for r in rows_out]
-    _emit_json({"varied": names, "keys": keys, "count": len(rows), "points": rows})
+    count = check_sweep_size(axes)
+    rows = ({**r.settings, **r.values, "error": r.error} for r in sweep_rows(base, axes, resolve, default_engine(), keys))
+    # Streamed: a million points are written as they come, never held as one document.
+    stream_json_object({"varied": names, "keys": keys, "count": count}, "points", rows, sys.stdout)
     return 0
 
 
@@ -317,6 +318,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         found = solvers.largest_fitting(engine, resolved, field)
         doc["answer"] = None if found is None else {field: found[0], "memory_per_gpu": found[1].get("memory.per_gpu.total")}
         text = "nothing fits, even at 1" if found is None else f"{field} = {found[0]:,}"
+        if found is not None and solvers.at_search_limit(field, found[0]):
+            # The limit itself fits: the true maximum is unknown, so say "at least", never "=".
+            limit = solvers.SEARCH_LIMITS[field]
+            doc["answer"] = None
+            doc["at_least"] = {field: limit, "memory_per_gpu": found[1].get("memory.per_gpu.total")}
+            doc["reason"] = text = f"fits beyond the search limit: {field} >= {limit:,} (the largest a scenario accepts)"
     else:
         found_layouts = solvers.layouts(engine, resolved)
         doc["answer"] = [layout.as_dict() for layout in found_layouts]
@@ -348,7 +355,7 @@ def _cmd_assumptions(args: argparse.Namespace) -> int:
             print(f"| `{a.id}` | {a.default:g} | {a.unit} | {a.title} | {a.source} |")
         return 0
     for a in rows:
-        print(f"{a.id:<42} {a.default:g} {a.unit}")
+        print(f"{a.id:<42} {a.default:g} {a.unit} (allowed: {a.range_text()})")
         print(f"    {a.title}. Source: {a.source}")
     return 0
 
@@ -416,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="estimate every combination of varied fields")
     add_scenario_flags(sweep)
     sweep.add_argument("--vary", action="append", default=[], metavar="FIELD=V1,V2,...",
-                       help="a field and its values (repeatable), e.g. batch=1,2,4 or batch=1..512")
+                       help="a field and its values (repeatable), e.g. batch=1,2,4 or batch=1..512; "
+                       "at most 10,000 values per field and 1,000,000 points in all (points are streamed)")
     sweep.add_argument("--keys", help="comma-separated result keys to output")
     sweep.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
     sweep.set_defaults(handler=_cmd_sweep)
@@ -464,7 +472,7 @@ def _open_window(argv: Sequence[str]) -> int:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
     """Warnings (e.g. importer notes) as one readable line, without source excerpts."""
-    print(f"gpu-workbench: note: {message}", file=sys.stderr)
+    print(f"gpu-workbench: note: {one_line(str(message))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -472,18 +480,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        return _open_window(argv)
+    # Everything the CLI prints goes through one filter: names from files and flags may hold
+    # terminal escape sequences, which are shown escaped (\x1b), never sent to the terminal.
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapingWriter(stdout), EscapingWriter(stderr)
     try:
-        return handler(args)
-    except InputError as exc:
-        print(f"gpu-workbench: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:
-        return 0
+        parser = build_parser()
+        if any("\x00" in item for item in argv):  # only an in-process caller can pass one
+            parser.error("an argument holds a NUL character")
+        args = parser.parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            sys.stdout, sys.stderr = stdout, stderr
+            return _open_window(argv)
+        try:
+            return handler(args)
+        except InputError as exc:
+            print(f"gpu-workbench: error: {one_line(str(exc))}", file=sys.stderr)
+            return EXIT_USAGE
+        except BrokenPipeError:
+            return 0
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,10 +8,10 @@ $3.50 per GPU-hour), or ``--candidates all`` (the catalog plus the project's own
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from workbench.cli_output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
@@ -25,36 +25,34 @@ from workbench.engine.compare import (
     format_metric,
     format_usd,
 )
+from workbench.core.limits import MAX_GPUS as LIMIT_GPUS
+from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.engine.solvers import MAX_GPUS
+from workbench.scenario_flags import finite_number, whole_number
 
 SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
 
 
 def _emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 # --- arguments ----------------------------------------------------------------------------------
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    value = finite_number(text)  # nan, inf and 1e999 are refused with their own message
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
     return value
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    value = whole_number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive whole number, got '{text}'")
+    if value > LIMIT_GPUS:
+        raise argparse.ArgumentTypeError(f"{value:,} is more than the limit of {LIMIT_GPUS:,}")
     return value
 
 
@@ -127,10 +125,10 @@ def parse_candidates(text: str) -> list[Candidate]:
         price = None
         if price_text:
             try:
-                price = float(price_text)
+                price = float(price_text) if len(price_text) <= 64 else -1.0
             except ValueError:
                 price = -1.0
-            if not price > 0:
+            if not 0 < price <= MAX_USD:  # also refuses nan and inf
                 raise InputError(
                     f"--gpus-list: '{item}': the price after @ must be a positive number (USD per GPU-hour)"
                 )
@@ -494,6 +492,8 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
             raise InputError("train-in: give the tokens to train on (--tokens N)")
         if args.deadline_days is None:
             raise InputError("train-in: give the deadline (--days D)")
+        if tokens > MAX_TRAIN_TOKENS:
+            raise InputError(f"train-in: --tokens {tokens:g} is more than the limit of {MAX_TRAIN_TOKENS:g}")
         scenario = scenario.model_copy(update={"train_tokens": float(tokens)})
         layout = solvers.train_within(
             engine, resolve_scenario(scenario, project), args.deadline_days, args.max_gpus
@@ -537,6 +537,13 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
             }
             limit = format_metric("tpot_s", args.max_tpot)
             text = f"{field} = {value:,} (TPOT {format_metric('tpot_s', tpot)} <= {limit})"
+            if solvers.at_search_limit(field, value):
+                # The search limit itself qualifies: report a bound, not an answer.
+                doc["at_least"], doc["answer"] = doc["answer"], None
+                doc["reason"] = text = (
+                    f"meets the target beyond the search limit: {field} >= {value:,} "
+                    f"(TPOT {format_metric('tpot_s', tpot)} <= {limit})"
+                )
     if args.json:
         _emit_json(doc)
     else:

@@ -9,13 +9,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from workbench.cli_output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 
 
 def _emit(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    emit_json(document, sys.stdout)
 
 
 #: How long a command waits for another command that is writing the same project (an edit takes
@@ -51,7 +51,15 @@ def _create(path: Path, project: Project, force: bool, hint: str) -> None:
 
 def _cmd_new(args: argparse.Namespace) -> int:
     path = Path(args.file)
-    _create(path, Project(name=args.name or path.stem, author=args.author or ""), args.force, "replace it")
+    from pydantic import ValidationError
+
+    from workbench.core.errors import describe_validation_error
+
+    try:
+        project = Project(name=args.name or path.stem, author=args.author or "")
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, "project")) from None
+    _create(path, project, args.force, "replace it")
     print(f"created {path}")
     return 0
 
@@ -131,20 +139,29 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from workbench.scenario_flags import read_input_text
     from workbench.store import import_json, scenario_from_json
 
     source = Path(args.json_file)
-    try:
-        text = source.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    text = read_input_text(source, "JSON file")
     target = Path(args.file)
     try:
         is_scenario = "scenarios" not in json.loads(text)
     except (json.JSONDecodeError, TypeError):
         raise InputError(f"{source}: not valid JSON") from None
+    except RecursionError:
+        raise InputError(f"{source}: nested too deeply to read") from None
+    except ValueError:  # an integer of more than 4,300 digits
+        raise InputError(f"{source}: a number is too large (more than 4,300 digits)") from None
     if is_scenario:
         scenario = scenario_from_json(text, str(source))
+        from workbench.engine.assumptions import check_overrides
+        from workbench.pluginhost import default_engine
+
+        try:  # the same ranges as --set and scenario files
+            check_overrides(default_engine().assumptions, scenario.assumptions)
+        except ValueError as exc:
+            raise InputError(f"{source}: {exc}") from None
         _locked_edit(str(target), lambda p: _with_scenario(p, scenario, str(target)))
         print(f"added scenario '{scenario.name}' to {target}")
         return 0

@@ -56,6 +56,7 @@ CUDA_CONTEXT_GIB = Assumption(
     ),
     description="Device memory a process holds before any tensor: driver context, loaded kernels.",
     minimum=0,
+    maximum=64,
 )
 
 NCCL_GIB_PER_GROUP = Assumption(
@@ -72,6 +73,7 @@ NCCL_GIB_PER_GROUP = Assumption(
     description="Counted once per parallel group a rank belongs to (TP, PP, EP, and DP when training), "
     "only when the job spans more than one GPU.",
     minimum=0,
+    maximum=64,
 )
 
 FRAGMENTATION = Assumption(
@@ -103,6 +105,7 @@ ZERO3_LIVE_LAYERS = Assumption(
     description="Full (unsharded) transformer blocks materialized per rank during forward and backward; "
     "0 reproduces the ZeRO paper's model-state figures, which leave them out.",
     minimum=0,
+    maximum=1024,
 )
 
 ADAFACTOR_MOMENTUM_BYTES = Assumption(
@@ -118,6 +121,7 @@ ADAFACTOR_MOMENTUM_BYTES = Assumption(
     description="Adafactor keeps row and column statistics (rows + cols fp32 values per matrix, full fp32 "
     "for vectors); this adds a first moment when beta1 is used.",
     minimum=0,
+    maximum=8,
 )
 
 ALL = (

@@ -58,7 +58,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "Small batches (decode) multiply inefficiently; a matmul of this many token rows runs at half of "
         "perf.matmul_efficiency.",
         1.0,
-        None,
+        1e6,
     ),
     Assumption(
         LOW_PRECISION,
@@ -100,7 +100,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "graphs (vLLM, TensorRT-LLM) bring it well under a millisecond per step. Range 0.3-3 ms.",
         "Added once per decode step / forward pass, whatever its size.",
         0.0,
-        None,
+        60.0,
     ),
     Assumption(
         TP_OVERLAP,
@@ -153,7 +153,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "The alpha of the alpha-beta model: a ring all-reduce over n GPUs takes 2(n-1) steps, a tree "
         "2 log2(n).",
         0.0,
-        None,
+        1.0,
     ),
     Assumption(
         ALPHA_INTER,
@@ -164,7 +164,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         "typically 10-20 us per step at small sizes (nccl-tests time column). Range 8-30 us.",
         "Alpha of the alpha-beta model for steps that cross the inter-node network.",
         0.0,
-        None,
+        1.0,
     ),
 )
 

@@ -28,6 +28,13 @@ def describe_validation_error(exc: Exception, context: str = "") -> str:
             loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
             msg = err.get("msg", "invalid value")
             msg = msg.removeprefix("Value error, ")
+            limit = (err.get("ctx") or {}).get("le")
+            if err.get("type") == "less_than_equal" and isinstance(limit, int) and limit >= 1000:
+                msg = f"more than the limit of {limit:,}"  # the workbench's limits on counts
+            elif err.get("type") == "string_pattern_mismatch" and "\\x00" in str((err.get("ctx") or {}).get("pattern")):
+                msg = "holds a NUL character"
+            elif err.get("type") == "string_too_long":
+                msg = f"longer than the limit of {(err.get('ctx') or {}).get('max_length', '?'):,} characters"
             parts.append(f"{loc}: {msg}" if loc else msg)
         text = "; ".join(parts)
     else:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from workbench.core.dtypes import DType
 from workbench.core.units import GiB
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN passes every range check
 
 
 class Source(BaseModel):

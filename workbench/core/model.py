@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.core.dtypes import DType
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+_FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, allow_inf_nan=False)
 
 
 class ModelKind(str, Enum):

@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from workbench.core import limits
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
@@ -19,9 +20,9 @@ def _now() -> dt.datetime:
 class Comparison(BaseModel):
     """A saved side-by-side: candidate accelerators against scenarios."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    name: str = Field(min_length=1, description="Name of the comparison.")
+    name: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS, description="Name of the comparison.")
     accelerators: tuple[str, ...] = Field((), description="Candidate accelerator ids.")
     scenarios: tuple[str, ...] = Field(
         (), description="Scenario names compared (none: the scenario selected in the window)."
@@ -49,8 +50,8 @@ class Project(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = Field(1, description="Format version of this payload.")
-    name: str = Field("Untitled project", min_length=1, description="Project name, shown in the title bar.")
-    author: str = Field("", description="Who prepared the sizing (shown on report covers).")
+    name: str = Field("Untitled project", min_length=1, max_length=limits.MAX_NAME_CHARS, description="Project name, shown in the title bar.")
+    author: str = Field("", max_length=limits.MAX_NAME_CHARS, description="Who prepared the sizing (shown on report covers).")
     created: dt.datetime = Field(default_factory=_now, description="When the project was created (UTC).")
     modified: dt.datetime = Field(default_factory=_now, description="When the project was last changed (UTC).")
     models: dict[str, ModelArchitecture] = Field(

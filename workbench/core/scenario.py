@@ -8,12 +8,22 @@ lives here; each field's description is the GUI tooltip and the CLI help.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from workbench.core import limits
 from workbench.core.dtypes import ACTIVATION_DTYPES, DType, WeightFormat
 
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+# NaN and infinity are never a valid input: they pass every range check (NaN compares false) and
+# reach the charts and the JSON output as values nothing can use.
+_FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+#: Ids and paths never hold a NUL: no file system accepts one, and Python's path calls raise on it.
+_NO_NUL = r"^[^\x00]*$"
+
+#: An assumption id as estimators name them (``memory.fragmentation``).
+AssumptionId = Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_NAME_CHARS)]
 
 
 class Workload(str, Enum):
@@ -64,10 +74,10 @@ class Parallelism(BaseModel):
 
     model_config = _FROZEN
 
-    tp: int = Field(1, gt=0, description="Tensor parallel degree: each layer's matrices split over this many GPUs.")
-    pp: int = Field(1, gt=0, description="Pipeline parallel degree: layers split into this many stages.")
-    dp: int = Field(1, gt=0, description="Data parallel degree: model replicas, each on its own share of the batch.")
-    ep: int = Field(1, gt=0, description="Expert parallel degree: MoE experts split over this many GPUs.")
+    tp: int = Field(1, gt=0, le=limits.MAX_GPUS, description="Tensor parallel degree: each layer's matrices split over this many GPUs.")
+    pp: int = Field(1, gt=0, le=limits.MAX_GPUS, description="Pipeline parallel degree: layers split into this many stages.")
+    dp: int = Field(1, gt=0, le=limits.MAX_GPUS, description="Data parallel degree: model replicas, each on its own share of the batch.")
+    ep: int = Field(1, gt=0, le=limits.MAX_GPUS, description="Expert parallel degree: MoE experts split over this many GPUs.")
     sequence_parallel: bool = Field(
         False, description="Split norm/dropout activations along the sequence across the TP group (Megatron-LM SP)."
     )
@@ -77,7 +87,7 @@ class Parallelism(BaseModel):
     pipeline_schedule: PipelineSchedule = Field(
         PipelineSchedule.ONE_F_ONE_B, description="Pipeline schedule; interleaved shrinks the bubble."
     )
-    virtual_stages: int = Field(1, gt=0, description="Model chunks per pipeline rank (interleaved schedule).")
+    virtual_stages: int = Field(1, gt=0, le=limits.MAX_VIRTUAL_STAGES, description="Model chunks per pipeline rank (interleaved schedule).")
     offload_optimizer: Offload = Field(Offload.NONE, description="Keep optimizer states in CPU RAM or NVMe.")
     offload_params: Offload = Field(Offload.NONE, description="Keep weights in CPU RAM or NVMe between uses (ZeRO-3).")
 
@@ -100,15 +110,15 @@ class ServingOptions(BaseModel):
         0.9, gt=0, le=1, description="Fraction of GPU memory the server claims up front (vLLM default 0.9)."
     )
     paged_kv: bool = Field(True, description="KV cache in fixed-size pages (PagedAttention).")
-    kv_block_size: int = Field(16, gt=0, description="Tokens per KV-cache page (vLLM default 16).")
+    kv_block_size: int = Field(16, gt=0, le=limits.MAX_SIZE_KNOB, description="Tokens per KV-cache page (vLLM default 16).")
     continuous_batching: bool = Field(True, description="New requests join the running batch between steps.")
     chunked_prefill: bool = Field(False, description="Long prompts are prefilled in chunks mixed with decode steps.")
-    prefill_chunk_tokens: int = Field(2048, gt=0, description="Tokens per prefill chunk when chunked prefill is on.")
+    prefill_chunk_tokens: int = Field(2048, gt=0, le=limits.MAX_TOKENS, description="Tokens per prefill chunk when chunked prefill is on.")
     disaggregated: bool = Field(False, description="Prefill and decode run on separate GPU pools.")
     speculative_draft_params: float | None = Field(
-        None, gt=0, description="Parameters of a draft model for speculative decoding (None: off)."
+        None, gt=0, le=limits.MAX_DRAFT_PARAMS, description="Parameters of a draft model for speculative decoding (None: off)."
     )
-    speculative_tokens: int = Field(4, gt=0, description="Tokens the draft proposes per step.")
+    speculative_tokens: int = Field(4, gt=0, le=limits.MAX_SPECULATIVE_TOKENS, description="Tokens the draft proposes per step.")
     speculative_acceptance: float = Field(
         0.7, gt=0, le=1, description="Probability that the target model accepts each drafted token."
     )
@@ -119,14 +129,14 @@ class Pricing(BaseModel):
 
     model_config = _FROZEN
 
-    cloud_usd_per_gpu_hour: float | None = Field(None, gt=0, description="Rental price per GPU-hour, USD.")
-    purchase_usd_per_gpu: float | None = Field(None, gt=0, description="Purchase price per GPU, USD.")
+    cloud_usd_per_gpu_hour: float | None = Field(None, gt=0, le=limits.MAX_USD, description="Rental price per GPU-hour, USD.")
+    purchase_usd_per_gpu: float | None = Field(None, gt=0, le=limits.MAX_USD, description="Purchase price per GPU, USD.")
     server_overhead_fraction: float = Field(
-        0.5, ge=0, description="Server, network and install cost as a fraction of the GPUs' price."
+        0.5, ge=0, le=100, description="Server, network and install cost as a fraction of the GPUs' price."
     )
-    power_usd_per_kwh: float = Field(0.12, ge=0, description="Electricity price, USD per kWh.")
+    power_usd_per_kwh: float = Field(0.12, ge=0, le=limits.MAX_USD, description="Electricity price, USD per kWh.")
     pue: float = Field(1.3, ge=1, le=3, description="Power usage effectiveness of the data centre.")
-    grid_kg_co2_per_kwh: float = Field(0.4, ge=0, description="Carbon intensity of the grid, kg CO2e per kWh.")
+    grid_kg_co2_per_kwh: float = Field(0.4, ge=0, le=100, description="Carbon intensity of the grid, kg CO2e per kWh.")
     years: float = Field(3.0, gt=0, le=10, description="Ownership period for buy-vs-rent.")
     utilization: float = Field(0.7, gt=0, le=1, description="Fraction of owned hours the GPUs do useful work.")
 
@@ -137,17 +147,17 @@ class Scenario(BaseModel):
     model_config = _FROZEN
 
     schema_version: int = Field(1, description="Format version of this payload.")
-    name: str = Field("Scenario", min_length=1, description="Name shown in the scenario list.")
-    model: str = Field(min_length=1, description="Model id (catalog or project) or a config.json path.")
-    gpu: str = Field(min_length=1, description="Accelerator id (catalog or custom).")
-    node: str | None = Field(None, description="Node shape id (None: the accelerator's usual server).")
-    num_gpus: int = Field(1, gt=0, description="GPUs in the job.")
+    name: str = Field("Scenario", min_length=1, max_length=limits.MAX_NAME_CHARS, description="Name shown in the scenario list.")
+    model: str = Field(min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=_NO_NUL, description="Model id (catalog or project) or a config.json path.")
+    gpu: str = Field(min_length=1, max_length=limits.MAX_NAME_CHARS, pattern=_NO_NUL, description="Accelerator id (catalog or custom).")
+    node: str | None = Field(None, max_length=limits.MAX_NAME_CHARS, pattern=_NO_NUL, description="Node shape id (None: the accelerator's usual server).")
+    num_gpus: int = Field(1, gt=0, le=limits.MAX_GPUS, description="GPUs in the job.")
 
     workload: Workload = Field(Workload.INFERENCE, description="Serving, fine-tuning or pre-training.")
     method: FinetuneMethod = Field(
         FinetuneMethod.FULL, description="Fine-tuning method: full weights, LoRA adapters, or LoRA on 4-bit weights."
     )
-    lora_rank: int = Field(16, gt=0, description="LoRA adapter rank r.")
+    lora_rank: int = Field(16, gt=0, le=limits.MAX_SIZE_KNOB, description="LoRA adapter rank r.")
     lora_targets: str = Field(
         "all-linear", pattern="^(all-linear|attention)$", description="Which projections get LoRA adapters."
     )
@@ -156,16 +166,16 @@ class Scenario(BaseModel):
     weights: WeightFormat | None = Field(
         None, description="How weights are stored (None: same as dtype). int4/nf4/fp4 carry scale overhead."
     )
-    quant_group_size: int = Field(128, gt=0, description="Weights per quantization group (int4).")
+    quant_group_size: int = Field(128, gt=0, le=limits.MAX_SIZE_KNOB, description="Weights per quantization group (int4).")
     kv_dtype: DType | None = Field(None, description="KV-cache precision (None: same as dtype).")
 
-    batch_size: int = Field(1, gt=0, description="Sequences per step on one replica: micro-batch or concurrent requests.")
-    seq_len: int = Field(2048, gt=0, description="Tokens per sequence: the prompt for inference, the sample for training.")
-    gen_len: int = Field(256, ge=0, description="Output tokens generated per request (inference).")
+    batch_size: int = Field(1, gt=0, le=limits.MAX_BATCH, description="Sequences per step on one replica: micro-batch or concurrent requests.")
+    seq_len: int = Field(2048, gt=0, le=limits.MAX_TOKENS, description="Tokens per sequence: the prompt for inference, the sample for training.")
+    gen_len: int = Field(256, ge=0, le=limits.MAX_TOKENS, description="Output tokens generated per request (inference).")
     global_batch_size: int | None = Field(
-        None, gt=0, description="Sequences per optimizer step over all replicas (training; None: batch x DP)."
+        None, gt=0, le=limits.MAX_GLOBAL_BATCH, description="Sequences per optimizer step over all replicas (training; None: batch x DP)."
     )
-    train_tokens: float | None = Field(None, gt=0, description="Tokens to train on (for time and cost of a run).")
+    train_tokens: float | None = Field(None, gt=0, le=limits.MAX_TRAIN_TOKENS, description="Tokens to train on (for time and cost of a run).")
 
     parallel: Parallelism = Field(default_factory=Parallelism, description="TP/PP/DP/EP, ZeRO and offload.")
     optimizer: Optimizer = Field(Optimizer.ADAMW, description="Optimizer whose states are kept.")
@@ -179,7 +189,7 @@ class Scenario(BaseModel):
     serving: ServingOptions = Field(default_factory=ServingOptions, description="Inference-server options.")
     pricing: Pricing = Field(default_factory=Pricing, description="Prices, power and ownership period.")
     mfu: float | None = Field(None, gt=0, le=1, description="Override: achieved fraction of peak FLOPS.")
-    assumptions: dict[str, float] = Field(
+    assumptions: dict[AssumptionId, float] = Field(
         default_factory=dict, description="Overrides of named estimator assumptions, by id."
     )
 

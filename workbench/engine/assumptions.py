@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -19,11 +20,62 @@ class Assumption:
     minimum: float | None = None
     maximum: float | None = None
 
+    def range_text(self) -> str:
+        """The allowed range as a user reads it: ``0 to 1``, ``at least 0``, ``any finite number``."""
+        lo, hi = self.minimum, self.maximum
+        if lo is not None and hi is not None:
+            return f"{lo:g} to {hi:g}"
+        if lo is not None:
+            return f"at least {lo:g}"
+        if hi is not None:
+            return f"at most {hi:g}"
+        return "any finite number"
+
+    def problem(self, value: object) -> str | None:
+        """Why ``value`` cannot be this assumption's value (one line), or None when it can.
+
+        NaN passes every ``<``/``>`` comparison, so finiteness is checked first: a NaN or an
+        infinity would otherwise flow into every total that reads the assumption.
+        """
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"assumption {self.id}: {_shown(value)} is not a number (allowed: {self.range_text()})"
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an int too large for a float
+            return f"assumption {self.id}: the number is too large (allowed: {self.range_text()})"
+        if not finite:
+            return f"assumption {self.id}: {_shown(value)} is not a finite number (allowed: {self.range_text()})"
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            return f"assumption {self.id}: {_shown(value)} is outside its allowed range {self.range_text()}"
+        return None
+
     def check(self, value: float) -> None:
-        if self.minimum is not None and value < self.minimum:
-            raise ValueError(f"assumption {self.id}: {value} is below its minimum {self.minimum}")
-        if self.maximum is not None and value > self.maximum:
-            raise ValueError(f"assumption {self.id}: {value} is above its maximum {self.maximum}")
+        problem = self.problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+
+
+def _shown(value: object) -> str:
+    """A value as a message quotes it: short, whatever the user typed."""
+    if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+        return f"{value:g}"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_overrides(definitions: Mapping[str, Assumption], overrides: Mapping[str, object]) -> None:
+    """Refuse (ValueError, one line) the first override that is not a finite value in its range.
+
+    Ids no estimator defines are left to the engine's ``unknown-assumption`` warning; their
+    values must still be finite numbers.
+    """
+    for ident, value in overrides.items():
+        definition = definitions.get(ident)
+        if definition is None:
+            definition = Assumption(ident, ident, 0.0, "", "")
+        problem = definition.problem(value)
+        if problem is not None:
+            raise ValueError(problem)
 
 
 class AssumptionSet:

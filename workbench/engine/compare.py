@@ -289,8 +289,8 @@ def format_usd(x: float) -> str:
 
 def format_metric(metric_id: str, value: Value) -> str:
     """A metric value for people: 61 ms, $1.2M, 3,400 tokens/s, "-" when unknown."""
-    if value is None:
-        return "-"
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"  # unknown, or unbounded: never "nan" or "inf" in a table
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, str):

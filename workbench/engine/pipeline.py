@@ -176,6 +176,9 @@ class Engine:
         """
         scenario = resolved.scenario
         overrides = scenario.assumptions
+        refused: list[str] = []
+        if overrides:
+            overrides, refused = self._usable_overrides(overrides)
         assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
         values: dict[str, Quantity] = {}
         steps, needed = self._steps_for(wanted)
@@ -211,6 +214,11 @@ class Engine:
             values.update(out.values)
             if out.warnings:
                 warnings.extend(out.warnings)
+        for problem in refused:
+            warnings.append(
+                Warning("assumption-out-of-range", f"{problem}; its default was used instead",
+                        fix="`gpu-workbench assumptions --json` lists each assumption's allowed range")
+            )
         if overrides:
             unknown = [k for k in overrides if k not in self.assumptions]
             if unknown:
@@ -219,6 +227,26 @@ class Engine:
                             fix="check `gpu-workbench estimate --explain` for the assumption ids")
                 )
         return estimate
+
+    def _usable_overrides(self, overrides: dict[str, float]) -> tuple[dict[str, float], list[str]]:
+        """The overrides within their assumptions' ranges, and a line for each one left out.
+
+        The CLI refuses such values before any estimate; this guards every other way in (a project
+        written by an older version, a plugin's scenario) so that no estimator ever reads one.
+        """
+        refused: list[str] = []
+        for ident, value in overrides.items():
+            definition = self.assumptions.get(ident)
+            problem = None if definition is None else definition.problem(value)
+            if problem is not None:
+                refused.append(problem)
+        if not refused:
+            return overrides, refused
+        usable = {
+            ident: value for ident, value in overrides.items()
+            if ident not in self.assumptions or self.assumptions[ident].problem(value) is None
+        }
+        return usable, refused
 
     @staticmethod
     def _check_outputs(ident: str, produces: frozenset[str], values: dict[str, Quantity]) -> None:

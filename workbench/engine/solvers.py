@@ -6,12 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from workbench.core.limits import MAX_BATCH, MAX_TOKENS
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
 from workbench.engine.variations import with_fields
 
+#: The largest job the sizing searches consider (min-gpus, cheapest, train-in). Scenarios may
+#: name up to :data:`workbench.core.limits.MAX_GPUS`; searching that far finds nothing new.
 MAX_GPUS = 16384
 
 
@@ -40,7 +43,17 @@ class Layout:
 
 
 def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+    return _divisors_of(n)  # square-root time: a million GPUs take a thousand steps, not a million
+
+
+#: The largest value :func:`largest_fitting` and :func:`largest_under_tpot` try: what a scenario
+#: accepts. An answer equal to its limit is a bound (the limit itself fits), not a maximum.
+SEARCH_LIMITS = {"batch_size": MAX_BATCH, "seq_len": MAX_TOKENS}
+
+
+def at_search_limit(field: str, value: int) -> bool:
+    """True when ``value`` is the search limit of ``field``: larger values may fit too."""
+    return value >= SEARCH_LIMITS[field]
 
 
 def _fits(engine: Engine, resolved: ResolvedScenario, scenario: Scenario) -> tuple[bool, Estimate]:
@@ -99,11 +112,16 @@ def min_gpus(engine: Engine, resolved: ResolvedScenario, max_gpus: int = MAX_GPU
 
 
 def largest_fitting(
-    engine: Engine, resolved: ResolvedScenario, field: str, upper: int = 1 << 22
+    engine: Engine, resolved: ResolvedScenario, field: str, upper: int | None = None
 ) -> tuple[int, Estimate] | None:
-    """Largest ``batch_size`` or ``seq_len`` that fits (memory is monotonic in both)."""
+    """Largest ``batch_size`` or ``seq_len`` that fits (memory is monotonic in both).
+
+    The search stops at ``upper`` (default: :data:`SEARCH_LIMITS`); an answer equal to it means
+    "fits at least up to the limit" (:func:`at_search_limit`), which callers must say as such.
+    """
     if field not in ("batch_size", "seq_len"):
         raise ValueError("largest_fitting solves for batch_size or seq_len")
+    upper = SEARCH_LIMITS[field] if upper is None else upper
     base = resolved.scenario
 
     def probe(value: int) -> tuple[bool, Estimate]:
@@ -437,15 +455,17 @@ def train_within(
 
 
 def largest_under_tpot(
-    engine: Engine, resolved: ResolvedScenario, field: str, max_tpot_s: float, upper: int = 1 << 22
+    engine: Engine, resolved: ResolvedScenario, field: str, max_tpot_s: float, upper: int | None = None
 ) -> tuple[int, Estimate] | None:
     """Largest ``batch_size`` or ``seq_len`` that fits and keeps TPOT at or under ``max_tpot_s``.
 
     Both grow TPOT (more sequences per step, longer KV reads per token) and memory, so the set of
-    good values is 1..answer and a bisection finds its end. None: even 1 misses.
+    good values is 1..answer and a bisection finds its end. None: even 1 misses. As for
+    :func:`largest_fitting`, an answer equal to ``upper`` is a bound.
     """
     if field not in ("batch_size", "seq_len"):
         raise ValueError("largest_under_tpot solves for batch_size or seq_len")
+    upper = SEARCH_LIMITS[field] if upper is None else upper
     if resolved.scenario.is_training:
         raise ValueError("TPOT applies to inference scenarios")
     if max_tpot_s <= 0:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import math
 import multiprocessing as mp
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 from workbench.core.errors import InputError
 from workbench.core.hardware import Cluster
+from workbench.core.limits import MAX_AXIS_VALUES, MAX_GPUS, MAX_SWEEP_POINTS
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
@@ -47,8 +49,10 @@ def parse_axis(spec: str, base: Scenario) -> Axis:
     name, sep, raw = spec.partition("=")
     name = name.strip()
     if not sep or not name or not raw.strip():
-        raise InputError(f"--vary: expected FIELD=V1,V2,..., got '{spec}'")
+        raise InputError(f"--vary: expected FIELD=V1,V2,..., got '{_short(spec)}'")
     path = field_path(name)
+    if raw.count(",") >= MAX_AXIS_VALUES:
+        raise InputError(f"--vary {name}: more than {MAX_AXIS_VALUES:,} values on one axis")
     items = [v.strip() for v in raw.split(",") if v.strip()]
     if len(items) == 1 and ".." in items[0]:
         items = _doubling_range(items[0], spec)
@@ -59,17 +63,77 @@ def parse_axis(spec: str, base: Scenario) -> Axis:
 
 def _doubling_range(text: str, spec: str) -> list[str]:
     start_text, _, end_text = text.partition("..")
+    if len(start_text.strip()) > 20 or len(end_text.strip()) > 20:  # beyond every field's limit
+        raise InputError("--vary: a range's START and END must have at most 20 digits")
     try:
         start, end = int(start_text), int(end_text)
     except ValueError:
-        raise InputError(f"--vary: a range is START..END in integers, got '{spec}'") from None
+        raise InputError(f"--vary: a range is START..END in integers, got '{_short(spec)}'") from None
     if start <= 0 or end < start:
-        raise InputError(f"--vary: a range needs 0 < START <= END, got '{spec}'")
+        raise InputError(f"--vary: a range needs 0 < START <= END, got '{_short(spec)}'")
     values = []
     while start <= end:
         values.append(str(start))
         start *= 2
     return values
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def sweep_size(axes: Sequence[Axis]) -> int:
+    """Points in the sweep: the product of the axes' lengths (nothing is built)."""
+    return math.prod(len(axis.values) for axis in axes)
+
+
+def check_sweep_size(axes: Sequence[Axis]) -> int:
+    """The sweep's size, or InputError when it exceeds :data:`MAX_SWEEP_POINTS`."""
+    size = sweep_size(axes)
+    if size > MAX_SWEEP_POINTS:
+        shape = " x ".join(f"{len(axis.values):,}" for axis in axes)
+        raise InputError(
+            f"sweep: {shape} = {size:,} points is more than the limit of {MAX_SWEEP_POINTS:,}; "
+            "vary fewer values or split the sweep"
+        )
+    return size
+
+
+def _combos(values: Sequence[Sequence[Any]], start: int, stop: int) -> Iterator[tuple[Any, ...]]:
+    """Points ``start`` to ``stop`` of the product of ``values`` (last axis fastest), built one at a
+    time from their index, so that no process ever holds the whole list of points."""
+    stop = min(stop, math.prod(len(axis) for axis in values))
+    if start >= stop:
+        return
+    digits = []
+    rest = start
+    for axis in reversed(values):
+        rest, digit = divmod(rest, len(axis))
+        digits.append(digit)
+    digits.reverse()
+    yield from itertools.islice(
+        itertools.chain(
+            [tuple(axis[d] for axis, d in zip(values, digits))],
+            _odometer(values, digits),
+        ),
+        stop - start,
+    )
+
+
+def _odometer(values: Sequence[Sequence[Any]], digits: list[int]) -> Iterator[tuple[Any, ...]]:
+    """The points after ``digits``, in product order, until the product ends."""
+    last = len(values) - 1
+    while True:
+        i = last
+        while i >= 0:
+            digits[i] += 1
+            if digits[i] < len(values[i]):
+                break
+            digits[i] = 0
+            i -= 1
+        if i < 0:
+            return
+        yield tuple(axis[d] for axis, d in zip(values, digits))
 
 
 def run_sweep(
@@ -80,6 +144,7 @@ def run_sweep(
     wanted: Sequence[str] | None = None,
 ) -> Iterator[SweepPoint]:
     """Estimate every combination of the axes' values, in order (``wanted``: keys needed)."""
+    check_sweep_size(axes)
     variants = _Variants(base, axes, resolve)
     for combo in itertools.product(*(axis.values for axis in axes)):
         settings = {axis.name: value for axis, value in zip(axes, combo)}
@@ -155,20 +220,23 @@ def sweep_chunks(
     each takes small contiguous chunks of the point list (so a slow stretch, such as the largest
     batches, spreads over all workers) and renders them itself; chunks come back in order.
     """
-    combos = list(itertools.product(*(axis.values for axis in axes)))
+    total = check_sweep_size(axes)
+    values = tuple(axis.values for axis in axes)
     keys = tuple(keys)
     variants = _Variants(base, axes, resolve)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers < 2 or len(combos) < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
-        for start in range(0, len(combos), _SERIAL_CHUNK):
-            yield render(_rows(variants, engine, keys, combos[start : start + _SERIAL_CHUNK]))
+    if workers < 2 or total < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
+        combos = itertools.product(*values)
+        for start in range(0, total, _SERIAL_CHUNK):
+            chunk_combos = list(itertools.islice(combos, _SERIAL_CHUNK))
+            yield render(_rows(variants, engine, keys, chunk_combos))
         return
-    warm = combos[:_WARM_POINTS]
+    warm = list(_combos(values, 0, min(_WARM_POINTS, total)))
     yield render(_rows(variants, engine, keys, warm))
-    _JOB.update(variants=variants, engine=engine, keys=keys, combos=combos, render=render)
+    _JOB.update(variants=variants, engine=engine, keys=keys, values=values, render=render)
     first = len(warm)
-    chunk = max(64, (len(combos) - first) // (workers * 16))
-    bounds = [(start, min(start + chunk, len(combos))) for start in range(first, len(combos), chunk)]
+    chunk = max(64, (total - first) // (workers * 16))
+    bounds = [(start, min(start + chunk, total)) for start in range(first, total, chunk)]
     gc.collect()
     gc.freeze()  # the workers inherit a heap the collector no longer walks (fewer copied pages too)
     try:
@@ -186,7 +254,7 @@ _SERIAL_CHUNK = 256
 
 def _work(bounds: tuple[int, int]) -> Any:
     job = _JOB
-    combos = job["combos"][bounds[0] : bounds[1]]
+    combos = list(_combos(job["values"], bounds[0], bounds[1]))
     return job["render"](_rows(job["variants"], job["engine"], job["keys"], combos))
 
 
@@ -248,6 +316,8 @@ class _Variants:
                 anchor = self._anchors[key] = self.resolve(scenario)
             except InputError as exc:
                 return str(exc)
+        if scenario.parallel.pp > anchor.model.total_layers:  # a stage per PP rank would be built
+            return f"PP {scenario.parallel.pp:,} exceeds the model's {anchor.model.total_layers:,} layers"
         cluster = anchor.cluster
         if scenario.num_gpus != cluster.num_gpus:  # as ResolvedScenario.with_scenario, one copy per count
             cluster = self._clusters.get((key, scenario.num_gpus))
@@ -282,6 +352,13 @@ class _Variants:
 
 def _fix_layout(base: Scenario, changes: dict[str, Any]) -> str | None:
     """Keep TP x PP x DP = GPUs when a sweep changes one of them (DP or GPUs absorb the rest)."""
+    problem = _layout_problem(base, changes)
+    if problem is None and changes.get("num_gpus", base.num_gpus) > MAX_GPUS:
+        problem = f"{changes['num_gpus']:,} GPUs is more than the limit of {MAX_GPUS:,}"
+    return problem
+
+
+def _layout_problem(base: Scenario, changes: dict[str, Any]) -> str | None:
     tp = changes.get("parallel.tp", base.parallel.tp)
     pp = changes.get("parallel.pp", base.parallel.pp)
     gpus = changes.get("num_gpus")

@@ -170,7 +170,8 @@ def solve_largest(engine: Engine, project: Project, scenario: Scenario, catalogs
     answer.changes = scenario_changes(scenario, with_fields(scenario, {field_name: value}))
     answer.undo_text = f"Apply largest {what} under TPOT {format_seconds(max_tpot_s)}: {value:,}"
     tpot_text = format_seconds(tpot) if isinstance(tpot, (int, float)) else "unknown"
-    answer.html = (f"Largest {what}: <b>{value:,} {unit}</b> (TPOT {escape(tpot_text)} ≤ "
+    bound = "at least " if solvers.at_search_limit(field_name, value) else ""  # the search's own limit
+    answer.html = (f"Largest {what}: <b>{bound}{value:,} {unit}</b> (TPOT {escape(tpot_text)} ≤ "
                    f"{escape(format_seconds(max_tpot_s))}, fits in memory).")
     return answer
 

@@ -213,7 +213,10 @@ def _number(estimate: Estimate, key: str) -> float | None:
     value = estimate.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    value = float(value)
+    # A NaN or infinity reaching Qt's geometry crashes the painter (SIGSEGV inside the document
+    # layout): a chart shows a non-finite figure as missing, never draws it.
+    return value if math.isfinite(value) else None
 
 
 class MemoryStackChart(Chart):

@@ -15,6 +15,7 @@ import csv
 import html
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,8 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return repr(value)  # shortest text that reads back to the same float
+        # Shortest text that reads back to the same float; "" for NaN/infinity, as for unknown.
+        return repr(value) if math.isfinite(value) else ""
     return str(value)
 
 

@@ -31,6 +31,7 @@ CUDA_GRAPH_GIB = Assumption(
     description="Device memory the captured decode graphs hold, outside the gpu_memory_utilization budget. "
     "0 models --enforce-eager.",
     minimum=0,
+    maximum=64,
 )
 
 KEYS = (
