@@ -165,9 +165,17 @@ def get_model(model_id: str, directory: str | Path | None = None) -> CatalogMode
 _APPROXIMATE_PATHS: set[Path] = set()
 
 
+def _expand(path: str | Path) -> Path:
+    """``~`` and ``~user`` expanded; an unknown user's home is an input mistake, not a crash."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        raise ModelImportError(f"{path}: no such user's home folder") from None
+
+
 def allow_approximate(path: str | Path) -> None:
     """Let :func:`resolve_model` read ``path`` as an approximation if its ``model_type`` is unknown."""
-    _APPROXIMATE_PATHS.add(Path(path).expanduser().resolve())
+    _APPROXIMATE_PATHS.add(_expand(path).resolve())
 
 
 def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -> ModelArchitecture:
@@ -181,7 +189,7 @@ def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -
         by_repo = [m for m in models.values() if m.hf_repo and m.hf_repo.lower() == text.lower()]
         if by_repo:
             return by_repo[0].architecture
-    path = Path(id_or_path).expanduser()
+    path = _expand(id_or_path)
     if path.exists():
         return import_hf_path(path, approximate=path.resolve() in _APPROXIMATE_PATHS).architecture
     if isinstance(id_or_path, Path) or "/" in text or "\\" in text or text.endswith(".json"):
