@@ -34,7 +34,7 @@ REQUIRED_IDS = {
     "mi210", "mi250x", "mi300x", "mi325x", "mi355x", "gaudi2", "gaudi3",
     "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "m2-ultra", "m3-max", "m4-max",
     # on sale 2025-2026
-    "b300", "gb300", "rtx-pro-6000", "dgx-spark", "gaudi3-pcie", "tpu-v7", "trainium2", "trainium3",
+    "b300", "gb300", "rtx-pro-6000", "dgx-spark", "mi350x", "gaudi3-pcie", "tpu-v7", "trainium2", "trainium3",
 }  # fmt: skip
 
 # Every scalar figure that must carry a source when it is not null (spelled out here, not taken
@@ -66,8 +66,8 @@ def _write(path: Path, text: str) -> Path:
 # --- coverage and provenance ---------------------------------------------------------------------
 
 
-def test_catalog_has_at_least_54_accelerators(catalog: dict[str, Accelerator]) -> None:
-    assert len(catalog) >= 54
+def test_catalog_has_at_least_55_accelerators(catalog: dict[str, Accelerator]) -> None:
+    assert len(catalog) >= 55
 
 
 def test_required_ids_are_present(catalog: dict[str, Accelerator]) -> None:

@@ -14,7 +14,13 @@ from workbench.core.dtypes import DType
 from workbench.core.errors import CatalogError
 from workbench.core.hardware import PRICE_FIELDS, Accelerator
 
-NEW_IDS = ("b300", "gb300", "rtx-pro-6000", "dgx-spark", "gaudi3-pcie", "tpu-v7", "trainium2", "trainium3")
+NEW_IDS = (
+    "b300", "gb300", "rtx-pro-6000", "dgx-spark", "mi350x", "gaudi3-pcie", "tpu-v7", "trainium2", "trainium3",
+)  # fmt: skip
+
+
+def _peaks(acc: Accelerator, *dtypes: DType) -> tuple[float | None, ...]:
+    return tuple(acc.peak_tflops(d) for d in dtypes)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +75,16 @@ def test_known_prices(catalog: dict[str, Accelerator]) -> None:
     assert (catalog["l40s"].list_price_usd, catalog["l40s"].purchase_price_kind) == (8500, "list")
     # GB300 is sold as racks: $3.5M / 72 GPUs, marked as an estimate.
     gb300 = catalog["gb300"]
-    assert gb300.purchase_price_kind == "estimate" and gb300.list_price_usd == pytest.approx(3.5e6 / 72, rel=0.01)
+    assert gb300.purchase_price_kind == "estimate"
+    assert gb300.list_price_usd == pytest.approx(3.5e6 / 72, rel=0.01)
     assert catalog["rtx-pro-6000"].list_price_usd == 8565  # MSRP as reported April 2026
+    # B300: a DGX B300 at $300-350K for 8 GPUs, per GPU an estimate.
+    assert (catalog["b300"].list_price_usd, catalog["b300"].purchase_price_kind) == (40600, "estimate")
+    # Spot is cheaper than on-demand where both come from the same provider's table (RunPod, March 2026).
+    for acc_id in ("a100-80gb-pcie", "h100-sxm", "l40s", "rtx-4090", "rtx-pro-6000"):
+        acc = catalog[acc_id]
+        spot, on_demand = acc.cloud_spot_usd_per_hour, acc.cloud_usd_per_hour
+        assert spot is not None and on_demand is not None and spot < on_demand, acc_id
 
 
 # --- the accelerators added for what is on sale now ----------------------------------------------
@@ -86,11 +100,11 @@ def test_new_accelerators_load_with_their_own_node_shape(catalog: dict[str, Acce
 def test_trainium_matches_aws_neuron_docs(catalog: dict[str, Accelerator]) -> None:
     # AWS Neuron docs, Trainium2: 1,299 FP8 / 667 BF16 / 181 FP32 TFLOPS, 96 GiB at 2.9 TB/s.
     trn2 = catalog["trainium2"]
-    assert (trn2.peak_tflops(DType.FP8), trn2.peak_tflops(DType.BF16), trn2.peak_tflops(DType.FP32)) == (1299, 667, 181)
+    assert _peaks(trn2, DType.FP8, DType.BF16, DType.FP32) == (1299, 667, 181)
     assert (trn2.memory_gib, trn2.memory_bandwidth_gbps) == (96, 2900)
     # Trainium3: 2,517 MXFP8/MXFP4, 671 BF16, 144 GiB at 4.9 TB/s, NeuronLink-v4 2.56 TB/s.
     trn3 = catalog["trainium3"]
-    assert (trn3.peak_tflops(DType.FP8), trn3.peak_tflops(DType.FP4), trn3.peak_tflops(DType.BF16)) == (2517, 2517, 671)
+    assert _peaks(trn3, DType.FP8, DType.FP4, DType.BF16) == (2517, 2517, 671)
     assert (trn3.memory_gib, trn3.memory_bandwidth_gbps, trn3.interconnect_gbps) == (144, 4900, 2560)
     assert trn2.vendor.value == trn3.vendor.value == "amazon"
 
@@ -98,18 +112,22 @@ def test_trainium_matches_aws_neuron_docs(catalog: dict[str, Accelerator]) -> No
 def test_tpu7x_matches_cloud_docs(catalog: dict[str, Accelerator]) -> None:
     # Cloud TPU docs, TPU7x table: 2307 BF16 / 4614 FP8 TFLOPs per chip, 192 GiB HBM.
     tpu = catalog["tpu-v7"]
-    assert (tpu.peak_tflops(DType.BF16), tpu.peak_tflops(DType.FP8), tpu.memory_gib) == (2307, 4614, 192)
+    assert (*_peaks(tpu, DType.BF16, DType.FP8), tpu.memory_gib) == (2307, 4614, 192)
 
 
 def test_blackwell_ultra_and_rtx_pro_figures(catalog: dict[str, Accelerator]) -> None:
     # Verda's per-GPU table (dense): GB300 FP4 15 PF, FP8 5 PF, BF16 2.5 PF; B300 FP4 14 PF.
     gb300, b300 = catalog["gb300"], catalog["b300"]
-    assert (gb300.peak_tflops(DType.FP4), gb300.peak_tflops(DType.FP8), gb300.peak_tflops(DType.BF16)) == (15000, 5000, 2500)
+    assert _peaks(gb300, DType.FP4, DType.FP8, DType.BF16) == (15000, 5000, 2500)
     assert b300.peak_tflops(DType.FP4) == 14000 and gb300.memory_gib == 288
     # RTX PRO 6000 Blackwell: 96 GB GDDR7 at 1,792 GB/s, BF16 503.8 dense, FP4 4.03 PF sparse.
     pro = catalog["rtx-pro-6000"]
     assert (pro.memory_gib, pro.memory_bandwidth_gbps, pro.peak_tflops(DType.BF16)) == (96, 1792, 503.8)
     assert pro.sparse_tflops[DType.FP4] == 4030
+    # MI350X: the MI355X rates scaled by the peak clocks, 2.2 / 2.4 GHz (bf16 2,516.6 -> 2,306.9).
+    mi355x_bf16 = catalog["mi355x"].peak_tflops(DType.BF16)
+    assert mi355x_bf16 is not None
+    assert catalog["mi350x"].peak_tflops(DType.BF16) == pytest.approx(mi355x_bf16 * 2.2 / 2.4, rel=1e-4)
     # DGX Spark: 1 PFLOP FP4 with sparsity, no published bf16 rate (left out, not guessed).
     spark = catalog["dgx-spark"]
     assert spark.sparse_tflops[DType.FP4] == 1000 and not spark.supports(DType.BF16)
