@@ -33,6 +33,8 @@ REQUIRED_IDS = {
     # AMD, Intel, Google, Apple
     "mi210", "mi250x", "mi300x", "mi325x", "mi355x", "gaudi2", "gaudi3",
     "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "m2-ultra", "m3-max", "m4-max",
+    # on sale 2025-2026
+    "b300", "gb300", "rtx-pro-6000", "dgx-spark", "mi350x", "gaudi3-pcie", "tpu-v7", "trainium2", "trainium3",
 }  # fmt: skip
 
 # Every scalar figure that must carry a source when it is not null (spelled out here, not taken
@@ -40,7 +42,7 @@ REQUIRED_IDS = {
 SCALAR_FIGURES = (
     "memory_gib", "memory_type", "memory_bandwidth_gbps", "tdp_watts", "interconnect",
     "interconnect_gbps", "pcie_gen", "form_factor", "launch_year", "list_price_usd",
-    "cloud_usd_per_hour",
+    "cloud_usd_per_hour", "cloud_spot_usd_per_hour",
 )  # fmt: skip
 NVIDIA_AMPERE_HOPPER_BLACKWELL = {
     "a100-40gb-sxm", "a100-80gb-sxm", "a100-40gb-pcie", "a100-80gb-pcie", "a10", "a10g", "a30", "a40",
@@ -64,8 +66,8 @@ def _write(path: Path, text: str) -> Path:
 # --- coverage and provenance ---------------------------------------------------------------------
 
 
-def test_catalog_has_at_least_45_accelerators(catalog: dict[str, Accelerator]) -> None:
-    assert len(catalog) >= 45
+def test_catalog_has_at_least_55_accelerators(catalog: dict[str, Accelerator]) -> None:
+    assert len(catalog) >= 55
 
 
 def test_required_ids_are_present(catalog: dict[str, Accelerator]) -> None:
@@ -91,7 +93,7 @@ def test_every_figure_has_a_dated_source(catalog: dict[str, Accelerator]) -> Non
 
 def test_prices_are_marked_approximate(catalog: dict[str, Accelerator]) -> None:
     for acc in catalog.values():
-        for key in ("list_price_usd", "cloud_usd_per_hour"):
+        for key in ("list_price_usd", "cloud_usd_per_hour", "cloud_spot_usd_per_hour"):
             if getattr(acc, key) is not None:
                 note = (acc.provenance[key].note or "").lower()
                 assert "approximate" in note, f"{acc.id}:{key} source note must say the price is approximate"

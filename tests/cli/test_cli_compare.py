@@ -13,7 +13,8 @@ from workbench.report.exports import parse_csv
 from workbench.store import save_project
 
 SERVE = ["--model", "llama-3.1-70b", "--batch", "16"]
-FOUR = ["--gpus-list", "h100-sxm,h200-sxm,mi300x,l40s"]
+# h200-nvl has no rental price in the catalog (price_gaps says why): its row asks for one.
+FOUR = ["--gpus-list", "h100-sxm,h200-sxm,h200-nvl,l40s"]
 
 
 def test_compare_prints_a_ranked_table_with_reasons(capsys: pytest.CaptureFixture[str]) -> None:

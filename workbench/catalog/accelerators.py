@@ -51,6 +51,7 @@ FIGURE_FIELDS = (
     "launch_year",
     "list_price_usd",
     "cloud_usd_per_hour",
+    "cloud_spot_usd_per_hour",
 )
 #: Per-dtype figures; provenance keys are ``"<group>.<dtype>"``.
 RATE_GROUPS = ("dense_tflops", "sparse_tflops")

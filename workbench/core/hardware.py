@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import Enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,7 +37,14 @@ class Vendor(str, Enum):
     INTEL = "intel"
     GOOGLE = "google"
     APPLE = "apple"
+    AMAZON = "amazon"
     OTHER = "other"
+
+
+PurchasePriceKind = Literal["list", "street", "estimate"]
+#: The price fields of an accelerator; a null one may say why in ``price_gaps``.
+PriceField = Literal["list_price_usd", "cloud_usd_per_hour", "cloud_spot_usd_per_hour"]
+PRICE_FIELDS: tuple[str, ...] = ("list_price_usd", "cloud_usd_per_hour", "cloud_spot_usd_per_hour")
 
 
 class Accelerator(BaseModel):
@@ -71,9 +79,36 @@ class Accelerator(BaseModel):
     pcie_gen: int | None = Field(None, ge=1, description="Host interface PCIe generation.")
     form_factor: str = Field(description="SXM, OAM, PCIe, NVL, superchip, board, SoC, ...")
     launch_year: int = Field(ge=2010, le=2035, description="Year the product shipped.")
-    list_price_usd: float | None = Field(None, gt=0, description="Approximate purchase price per device, USD.")
+    list_price_usd: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Approximate purchase price per device, USD; purchase_price_kind says whether it is a "
+            "vendor list price, a street price or an estimate."
+        ),
+    )
+    purchase_price_kind: PurchasePriceKind | None = Field(
+        None,
+        description=(
+            "What list_price_usd is: 'list' (vendor or reseller list price / MSRP), 'street' "
+            "(typical price paid, as reported) or 'estimate' (derived from a published system, "
+            "rack or analyst figure; the source note says how)."
+        ),
+    )
     cloud_usd_per_hour: float | None = Field(
         None, gt=0, description="Typical on-demand cloud price per device-hour, USD."
+    )
+    cloud_spot_usd_per_hour: float | None = Field(
+        None,
+        gt=0,
+        description="Spot / preemptible cloud price per device-hour, USD, where a provider publishes one.",
+    )
+    price_gaps: dict[PriceField, str] = Field(
+        default_factory=dict,
+        description=(
+            "Why a price is null: price field -> reason (nothing published, not rented, ...). "
+            "Only for fields that are null."
+        ),
     )
     provenance: dict[str, Source] = Field(
         default_factory=dict, description="Source of each figure, keyed by field name."
@@ -91,6 +126,15 @@ class Accelerator(BaseModel):
                 )
         if not self.dense_tflops:
             raise ValueError("dense_tflops: at least one dtype is needed")
+        if self.purchase_price_kind is not None and self.list_price_usd is None:
+            raise ValueError("purchase_price_kind: given without list_price_usd")
+        for name, reason in self.price_gaps.items():
+            if getattr(self, name) is not None:
+                raise ValueError(f"price_gaps.{name}: the price is given, so it has no gap to explain")
+            if not reason.strip():
+                raise ValueError(f"price_gaps.{name}: the reason is empty")
+        if self.cloud_spot_usd_per_hour is not None and self.cloud_usd_per_hour is None:
+            raise ValueError("cloud_spot_usd_per_hour: given without the on-demand cloud_usd_per_hour")
         return self
 
     @property
