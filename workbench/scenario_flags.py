@@ -50,6 +50,7 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--batch", "batch_size", int, None, "micro-batch (training) or concurrent requests (inference)"),
     ("--seq-len", "seq_len", int, None, "tokens per sequence (prompt length for inference)"),
     ("--gen-len", "gen_len", int, None, "output tokens per request"),
+    ("--images", "images_per_request", int, None, "images per request (vision-language models; default 0)"),
     ("--global-batch", "global_batch_size", int, None, "sequences per optimizer step, all replicas"),
     ("--train-tokens", "train_tokens", float, None, "tokens to train on, e.g. 15e12"),
     ("--tp", "parallel.tp", int, None, "tensor parallel degree"),
@@ -97,6 +98,10 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
         kwargs["type"] = str if choices is not None and typ is int else typ
         group.add_argument(flag, **kwargs)
     group.add_argument(
+        "--image-size", dest="image_size", type=_image_size, default=None, metavar="WxH",
+        help="resolution of each image in pixels, e.g. 1920x1080 (default 1024x1024)",
+    )
+    group.add_argument(
         "--sp", dest="s_parallel__sequence_parallel", action="store_const", const=True, default=None,
         help="sequence parallelism across the TP group",
     )
@@ -104,6 +109,14 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
         "--set", dest="assumption_overrides", action="append", default=[], metavar="ID=VALUE",
         help="override a named assumption (repeatable)",
     )
+
+
+def _image_size(text: str) -> tuple[int, int]:
+    """``WxH`` (e.g. ``1920x1080``) as (width, height); argparse reports a ValueError in one line."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.strip().isdigit() or not height.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '{text}'")
+    return int(width), int(height)
 
 
 def _dest(path: str) -> str:
@@ -166,6 +179,8 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
             if not isinstance(target, dict):
                 raise InputError(f"scenario: '{parent}' must be a mapping")
         target[leaf] = value
+    if getattr(args, "image_size", None) is not None:
+        data["image_width"], data["image_height"] = args.image_size
     for item in args.assumption_overrides:
         ident, sep, raw = item.partition("=")
         try:

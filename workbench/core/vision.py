@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from workbench.core.model import VisionAttention, VisionTokenRule, VisionTower
+from workbench.core.model import ModelArchitecture, VisionAttention, VisionTokenRule, VisionTower
+from workbench.core.scenario import Scenario
 
 #: Image resolution used when the scenario does not say (width x height, pixels).
 DEFAULT_IMAGE_SIZE = (1024, 1024)
@@ -188,4 +189,59 @@ def encoder_flops(tower: VisionTower, width: int, height: int) -> EncoderFlops:
         blocks=blocks,
         attention=attention,
         projector=2.0 * tower.projector_matmul * layout.merged_tokens,
+    )
+
+
+# --- a request's images ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RequestImages:
+    """What the images of one request (or training sample) add, for a model with a vision tower."""
+
+    images: int
+    layout: ImageLayout
+    encoder: EncoderFlops
+
+    @property
+    def tokens(self) -> int:
+        """Prompt tokens all the images add (placeholders and markers)."""
+        return self.images * self.layout.prompt_tokens
+
+    @property
+    def encoder_flops(self) -> float:
+        return self.images * self.encoder.total
+
+
+def request_images(model: ModelArchitecture, scenario: Scenario) -> RequestImages | None:
+    """The images a request of ``scenario`` carries into ``model`` (None: no images, or no tower)."""
+    tower = model.vision_tower
+    if tower is None or scenario.images_per_request <= 0:
+        return None
+    width, height = scenario.image_width, scenario.image_height
+    return RequestImages(
+        scenario.images_per_request, image_layout(tower, width, height), encoder_flops(tower, width, height)
+    )
+
+
+def describe_images(model: ModelArchitecture, scenario: Scenario, images: RequestImages) -> str:
+    """One line: how the images became tokens, for the estimate's explanation."""
+    tower = model.vision_tower
+    assert tower is not None
+    lay = images.layout
+    how = {
+        VisionTokenRule.SMART_RESIZE: f"resized to {lay.resized[1]}x{lay.resized[0]}, {lay.patches:,} patches "
+        f"merged {tower.spatial_merge_size}x{tower.spatial_merge_size}",
+        VisionTokenRule.FIXED: f"seen at {lay.resized[1]}x{lay.resized[0]} ({lay.patches:,} patches), "
+        f"pooled to {lay.placeholders} tokens",
+        VisionTokenRule.LONGEST_EDGE: f"resized to {lay.resized[1]}x{lay.resized[0]}, {lay.patches:,} patches "
+        f"merged {tower.spatial_merge_size}x{tower.spatial_merge_size}, one break per row",
+        VisionTokenRule.TILES: f"{lay.tiles[0]}x{lay.tiles[1]} tiles of {tower.image_size} px"
+        + (" + a global tile" if lay.sequences > lay.tiles[0] * lay.tiles[1] else ""),
+    }[tower.token_rule]
+    return (
+        f"{images.images} image(s) of {scenario.image_width}x{scenario.image_height} x {lay.prompt_tokens:,} tokens "
+        f"({how}; {lay.placeholders:,} image + {lay.markers} marker tokens) = {images.tokens:,} tokens join the "
+        f"{scenario.seq_len:,}-token prompt: {scenario.seq_len + images.tokens:,} tokens per sequence in prefill, "
+        f"KV cache and context; the {tower.kind} encoder adds {images.encoder_flops:.3g} FLOP per request"
     )
