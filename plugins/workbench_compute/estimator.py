@@ -307,6 +307,12 @@ class ComputeEstimator:
             shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
             weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
         )
+        images = request_images(arch, sc)
+        if images is not None:  # the vision encoder's work, split over the GPUs like the prompt's
+            prefill = PhaseRoofline(
+                prefill.flops + b * images.encoder_flops / (tp * pp),
+                prefill.weight_bytes, prefill.activation_bytes, prefill.attention_bytes,
+            )
         decode = None
         if dec is not None:
             decode = phase_roofline(
@@ -322,6 +328,8 @@ class ComputeEstimator:
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
             if phase == "prefill":
                 text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each, activations {act_bytes:g} B"
+                if images is not None:
+                    text += f"; with the vision encoder over {b} x {images.images} image(s)"
             elif phase == "decode":
                 text = f"{b} new tokens; weights {w_bytes:g} B each, KV cache {kv_bytes:g} B per element"
             else:
