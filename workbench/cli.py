@@ -317,6 +317,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         found = solvers.largest_fitting(engine, resolved, field)
         doc["answer"] = None if found is None else {field: found[0], "memory_per_gpu": found[1].get("memory.per_gpu.total")}
         text = "nothing fits, even at 1" if found is None else f"{field} = {found[0]:,}"
+        sc = resolved.scenario
+        if sc.images_per_request and resolved.model.vision_tower is not None:
+            # the solved prompt is text; each request's images come on top of it
+            text += f" (text tokens, beside {sc.images_per_request} image(s) of {sc.image_width}x{sc.image_height})"
     else:
         found_layouts = solvers.layouts(engine, resolved)
         doc["answer"] = [layout.as_dict() for layout in found_layouts]

@@ -87,3 +87,21 @@ def test_cli_flags(capsys: pytest.CaptureFixture[str]) -> None:
             code = exc.code
         err = capsys.readouterr().err
         assert code == 2 and len(err.strip().splitlines()) == 1, (bad, err)
+
+
+def test_max_context_is_the_text_beside_the_images(capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench.engine import solvers
+
+    base = resolve_scenario(Scenario(**(BASE | {"gpu": "l4", "batch_size": 8})))
+    with_images = resolve_scenario(Scenario(**(BASE | {"gpu": "l4", "batch_size": 8, "images_per_request": 1,
+                                                       "image_width": 640, "image_height": 480})))
+    text_only = solvers.largest_fitting(ENGINE, base, "seq_len")
+    beside = solvers.largest_fitting(ENGINE, with_images, "seq_len")
+    assert text_only is not None and beside is not None
+    assert TOWER is not None
+    tokens = image_layout(TOWER, 640, 480).prompt_tokens  # 644 x 476: 46 x 34 patches, 391 + 2 tokens
+    assert tokens == 393
+    assert abs(text_only[0] - beside[0] - tokens) <= 16  # the search ends on a KV page boundary
+    code = main(["solve", "max-context", "--model-config", QWEN, "--gpu", "l4", "--batch", "8",
+                 "--images", "1", "--image-size", "640x480"])
+    assert code == 0 and "beside 1 image(s) of 640x480" in capsys.readouterr().out
