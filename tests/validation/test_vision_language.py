@@ -84,6 +84,16 @@ def test_qwen3_vl_counts_equal_the_stored_checkpoints(name: str, stored: int) ->
     assert count_parameters(import_hf_config(real(name)).architecture).total == stored
 
 
+def test_gemma3_27b_matches_the_report_table() -> None:
+    # Gemma 3 Technical Report (arXiv:2503.19786), Table 1, 27B: vision encoder 417M, embedding
+    # parameters 1,416M, non-embedding 25,600M (rounded; the split differs from the vocab x width
+    # of the config, 1,409.6M, but the total agrees to 0.01%).
+    arch = import_hf_config(real("gemma-3-27b-it")).architecture
+    assert arch.vision_tower is not None
+    assert arch.vision_tower.parameters == pytest.approx(417e6, abs=0.5e6)  # SigLIP alone: 416,866,032
+    assert count_parameters(arch).total == pytest.approx((417 + 1416 + 25600) * 1e6, rel=0.0005)
+
+
 def test_llama4_scout_published_total_and_active() -> None:
     # meta-llama/llama-models@038acb9f:models/llama4/MODEL_CARD.md: "17B (Activated) 109B (Total)".
     # The total holds the vision tower; the activated figure is the language model's (a text token
