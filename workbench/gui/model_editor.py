@@ -49,6 +49,7 @@ SECTIONS = {
 SECTION_TITLES = {
     "moe": "Mixture of experts", "mla": "Multi-head latent attention", "sliding_window": "Sliding-window attention",
     "vision": "Vision patch embedding", "encoder_decoder": "Decoder stack (encoder-decoder)",
+    "vision_tower": "Vision tower (vision-language)",
 }
 
 
