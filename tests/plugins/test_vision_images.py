@@ -105,3 +105,12 @@ def test_max_context_is_the_text_beside_the_images(capsys: pytest.CaptureFixture
     code = main(["solve", "max-context", "--model-config", QWEN, "--gpu", "l4", "--batch", "8",
                  "--images", "1", "--image-size", "640x480"])
     assert code == 0 and "beside 1 image(s) of 640x480" in capsys.readouterr().out
+
+
+def test_training_samples_carry_image_tokens_and_say_what_is_left_out() -> None:
+    est = run(workload="finetune", method="lora", images_per_request=1, global_batch_size=None)
+    text = run(workload="finetune", method="lora", seq_len=1000 + 1371)  # 1024 x 1024: 1,369 + 2 tokens
+    assert est.get("flops.forward") == text.get("flops.forward")
+    assert est.get("memory.per_gpu.activations") == text.get("memory.per_gpu.activations")
+    note = next(w for w in est.warnings if w.code == "image-tokens")
+    assert "training compute and activations are not counted" in note.message

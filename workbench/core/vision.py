@@ -239,9 +239,17 @@ def describe_images(model: ModelArchitecture, scenario: Scenario, images: Reques
         VisionTokenRule.TILES: f"{lay.tiles[0]}x{lay.tiles[1]} tiles of {tower.image_size} px"
         + (" + a global tile" if lay.sequences > lay.tiles[0] * lay.tiles[1] else ""),
     }[tower.token_rule]
-    return (
+    head = (
         f"{images.images} image(s) of {scenario.image_width}x{scenario.image_height} x {lay.prompt_tokens:,} tokens "
         f"({how}; {lay.placeholders:,} image + {lay.markers} marker tokens) = {images.tokens:,} tokens join the "
-        f"{scenario.seq_len:,}-token prompt: {scenario.seq_len + images.tokens:,} tokens per sequence in prefill, "
-        f"KV cache and context; the {tower.kind} encoder adds {images.encoder_flops:.3g} FLOP per request"
+    )
+    total = scenario.seq_len + images.tokens
+    if scenario.is_training:
+        return head + (
+            f"{scenario.seq_len:,}-token sample: {total:,} tokens per sequence in the language model's passes; "
+            f"the {tower.kind} encoder's own training compute and activations are not counted"
+        )
+    return head + (
+        f"{scenario.seq_len:,}-token prompt: {total:,} tokens per sequence in prefill, KV cache and context; "
+        f"the {tower.kind} encoder adds {images.encoder_flops:.3g} FLOP per request"
     )
