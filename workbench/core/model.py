@@ -433,7 +433,7 @@ class ModelArchitecture(BaseModel):
         0,
         ge=0,
         description="Parameters of parts the architecture fields do not describe, counted from a "
-        "checkpoint (e.g. a vision tower); they are stored and moved like weights.",
+        "checkpoint (e.g. an audio tower the importer has no reader for); they are stored and moved like weights.",
     )
     source: str | None = Field(None, description="Where this architecture came from (file or URL).")
 
