@@ -324,6 +324,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             doc["answer"] = None
             doc["at_least"] = {field: limit, "memory_per_gpu": found[1].get("memory.per_gpu.total")}
             doc["reason"] = text = f"fits beyond the search limit: {field} >= {limit:,} (the largest a scenario accepts)"
+        sc = resolved.scenario
+        if sc.images_per_request and resolved.model.vision_tower is not None:
+            # the solved prompt is text; each request's images come on top of it
+            text += f" (text tokens, beside {sc.images_per_request} image(s) of {sc.image_width}x{sc.image_height})"
     else:
         found_layouts = solvers.layouts(engine, resolved)
         doc["answer"] = [layout.as_dict() for layout in found_layouts]

@@ -61,6 +61,7 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--batch", "batch_size", int, None, "micro-batch (training) or concurrent requests (inference); at most 1,048,576"),
     ("--seq-len", "seq_len", int, None, "tokens per sequence (prompt length for inference); at most 16,777,216"),
     ("--gen-len", "gen_len", int, None, "output tokens per request; at most 16,777,216"),
+    ("--images", "images_per_request", int, None, "images per request (vision-language models; default 0; at most 256)"),
     ("--global-batch", "global_batch_size", int, None, "sequences per optimizer step, all replicas"),
     ("--train-tokens", "train_tokens", float, None, "tokens to train on, e.g. 15e12 (at most 1e18)"),
     ("--tp", "parallel.tp", int, None, "tensor parallel degree (TP, PP, DP, EP: each at most 1,048,576)"),
@@ -111,6 +112,10 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
             kwargs["type"] = {int: whole_number, float: finite_number}.get(typ, typ)
         group.add_argument(flag, **kwargs)
     group.add_argument(
+        "--image-size", dest="image_size", type=_image_size, default=None, metavar="WxH",
+        help="resolution of each image in pixels, e.g. 1920x1080 (default 1024x1024)",
+    )
+    group.add_argument(
         "--sp", dest="s_parallel__sequence_parallel", action="store_const", const=True, default=None,
         help="sequence parallelism across the TP group",
     )
@@ -119,6 +124,14 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
         help="override a named assumption (repeatable); the value must be finite and within the "
         "assumption's range (`gpu-workbench assumptions --json` lists them)",
     )
+
+
+def _image_size(text: str) -> tuple[int, int]:
+    """``WxH`` (e.g. ``1920x1080``) as (width, height); argparse reports a ValueError in one line."""
+    width, sep, height = text.lower().partition("x")
+    if not sep or not width.strip().isdigit() or not height.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT in pixels, e.g. 1920x1080, got '{text}'")
+    return int(width), int(height)
 
 
 def _dest(path: str) -> str:
@@ -287,6 +300,8 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
                 raise InputError(f"scenario: '{parent}' must be a mapping")
         target[leaf] = value
     definitions = _assumption_definitions() if args.assumption_overrides or data.get("assumptions") else {}
+    if getattr(args, "image_size", None) is not None:
+        data["image_width"], data["image_height"] = args.image_size
     for item in args.assumption_overrides:
         ident, sep, raw = item.partition("=")
         ident = ident.strip()

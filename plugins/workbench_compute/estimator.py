@@ -23,6 +23,7 @@ from workbench.core.dtypes import DType, WeightFormat, weight_bits
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario, Workload
+from workbench.core.vision import RequestImages, request_images
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_compute import flops as F
@@ -215,11 +216,15 @@ class ComputeEstimator:
                 used,
             )
         if want("flops.prefill"):
+            # The engine has already put the images' tokens into seq_len; their encoder runs once per image.
+            images = request_images(arch, sc)
+            encoder = b * images.encoder_flops if images is not None else 0.0
             values["flops.prefill"] = q(
-                pre.total,
+                pre.total + encoder,
                 "FLOP",
                 "Prefill (prompt) pass",
-                lambda: pass_formula(shape, b, pre) + " (output head on the last position only)",
+                lambda: pass_formula(shape, b, pre) + " (output head on the last position only)"
+                + (_encoder_formula(arch, b, images) if images is not None else ""),
                 used,
             )
 
@@ -302,6 +307,12 @@ class ComputeEstimator:
             shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
             weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
         )
+        images = request_images(arch, sc)
+        if images is not None:  # the vision encoder's work, split over the GPUs like the prompt's
+            prefill = PhaseRoofline(
+                prefill.flops + b * images.encoder_flops / (tp * pp),
+                prefill.weight_bytes, prefill.activation_bytes, prefill.attention_bytes,
+            )
         decode = None
         if dec is not None:
             decode = phase_roofline(
@@ -317,6 +328,8 @@ class ComputeEstimator:
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
             if phase == "prefill":
                 text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each, activations {act_bytes:g} B"
+                if images is not None:
+                    text += f"; with the vision encoder over {b} x {images.images} image(s)"
             elif phase == "decode":
                 text = f"{b} new tokens; weights {w_bytes:g} B each, KV cache {kv_bytes:g} B per element"
             else:
@@ -457,3 +470,16 @@ class ComputeEstimator:
 
 def _always(key: str) -> bool:
     return True
+
+
+def _encoder_formula(arch: ModelArchitecture, batch: int, images: RequestImages) -> str:
+    """The vision encoder's share of the prefill: its GEMMs and attention over each image's patches."""
+    e, tower = images.encoder, arch.vision_tower
+    assert tower is not None
+    kind = "windowed" if tower.attention.value == "windowed" else "full"
+    return (
+        f" + vision encoder {batch} x {images.images} image(s) x {g(e.total)} = {g(batch * images.encoder_flops)} "
+        f"(patch embedding {g(e.patch_embed)}, {tower.num_layers} blocks' GEMMs {g(e.blocks)}, {kind} attention over "
+        f"{images.layout.sequence_tokens:,} tokens x {images.layout.sequences} sequence(s) {g(e.attention)}, "
+        f"merger/projector {g(e.projector)} per image)"
+    )

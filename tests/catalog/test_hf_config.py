@@ -126,7 +126,10 @@ def test_gemma3_multimodal_defaults_and_vision_tower() -> None:
     assert arch.sliding_window is not None and arch.sliding_window.window == 1024
     assert arch.sliding_window.layers is not None
     assert [i for i in range(12) if i not in arch.sliding_window.layers] == [5, 11]
-    assert arch.extra_parameters > 400_000_000  # SigLIP tower + projector, counted exactly
+    # SigLIP tower + projector, counted exactly on the architecture (not as extra parameters)
+    assert arch.extra_parameters == 0
+    assert arch.vision_tower is not None and arch.vision_tower.total_parameters > 400_000_000
+    assert (arch.vision_tower.kind, arch.vision_tower.tokens_per_image) == ("siglip", 256)
     assert result.reference_class == "Gemma3ForConditionalGeneration"
     assert len(result.notes) == 1
     assert "text_config.num_attention_heads=8" in result.notes[0]
@@ -364,12 +367,30 @@ def test_folder_count_matches_weights() -> None:
     assert not any("safetensors files hold" in n for n in deepseek.notes)
 
 
-def test_uncounted_towers_filled_from_weights() -> None:
+def test_mistral3_tower_counted_as_the_checkpoint_stores_it() -> None:
+    # The Pixtral tower and projector are read from the config; the tiny checkpoint written by
+    # save_pretrained holds exactly that many values (no difference note, nothing filled in).
     config_only = import_hf_path(SAFETENSORS / "tiny-mistral3" / "config.json")
+    tower = config_only.architecture.vision_tower
+    assert tower is not None and tower.kind == "pixtral" and tower.total_parameters > 0
+    assert not config_only.reference_from_text_config
+    folder = import_hf_path(SAFETENSORS / "tiny-mistral3")
+    assert folder.architecture.extra_parameters == 0
+    assert not any("safetensors" in n for n in folder.notes)
+
+
+def test_uncounted_towers_filled_from_weights(tmp_path: Path) -> None:
+    # An unknown wrapper read on request: its towers are not described, the headers fill them in.
+    source = SAFETENSORS / "tiny-mistral3"
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "config.json").write_text(json.dumps(config | {"model_type": "my_mistral3"}), encoding="utf-8")
+    (tmp_path / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes())
+    config_only = import_hf_path(tmp_path / "config.json", approximate=True)
     assert config_only.architecture.extra_parameters == 0
+    assert config_only.architecture.vision_tower is None
     assert config_only.reference_from_text_config
     assert any("not counted" in n for n in config_only.notes)
-    folder = import_hf_path(SAFETENSORS / "tiny-mistral3")
+    folder = import_hf_path(tmp_path, approximate=True)
     assert folder.architecture.extra_parameters > 0
     assert any("taken from the safetensors headers" in n for n in folder.notes)
 
@@ -394,7 +415,9 @@ def test_wrapper_tie_flag() -> None:
         "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 128, "vocab_size": 100}}
     result = import_hf_config(llama4)
     assert not result.architecture.tie_word_embeddings
-    assert result.reference_class == "Llama4ForCausalLM" and result.reference_from_text_config
+    # the vision tower (config class defaults) is counted: the reference is the whole wrapper
+    assert result.architecture.vision_tower is not None
+    assert result.reference_class == "Llama4ForConditionalGeneration" and not result.reference_from_text_config
 
 
 def test_gpt_neox_is_read_as_itself_not_as_a_llama_block() -> None:

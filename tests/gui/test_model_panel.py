@@ -245,3 +245,19 @@ def test_the_editor_round_trips_a_hybrid_architecture(qtbot, controller) -> None
     panel.editor.set_architecture(hybrid)
     assert panel.editor.validate() == hybrid
     assert not panel.editor.errors
+
+
+def test_the_editor_round_trips_vision_towers(qtbot, controller) -> None:  # type: ignore[no-untyped-def]
+    """Each kind of vision tower (windowed, deep-stack, SigLIP, Pixtral, tiles) reads back unchanged."""
+    from workbench.catalog.hf_config import import_hf_path
+
+    panel = _panel(qtbot, controller)
+    configs = Path(__file__).resolve().parents[1] / "data" / "configs"
+    for name in ("qwen2.5-vl-7b-instruct", "qwen3-vl-30b-a3b-instruct", "gemma-3-27b-it",
+                 "mistral-small-3.1-24b-instruct-2503", "llama-4-scout-17b-16e-instruct"):
+        arch = import_hf_path(configs / name).architecture
+        assert arch.vision_tower is not None
+        panel.editor.set_architecture(arch)
+        assert panel.editor.sections["vision_tower"].isChecked(), name
+        assert panel.editor.validate() == arch, name
+        assert not panel.editor.errors, name

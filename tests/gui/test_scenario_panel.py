@@ -105,3 +105,33 @@ def test_scenarios_add_duplicate_rename_delete_and_switch(qtbot, controller, mon
     assert len(controller.project.scenarios) == 3 and panel.scenario_combo.currentText() == controller.current
     controller.undo_stack.undo()
     assert controller.current == "New scenario"
+
+
+def test_image_inputs_follow_the_vision_tower(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from workbench.catalog.hf_config import import_hf_path
+
+    panel = _panel(qtbot, controller)
+    assert not panel.is_shown("images_per_request")  # Llama-3.1-8B has no vision tower
+    config = Path(__file__).resolve().parents[1] / "data" / "configs" / "qwen2.5-vl-3b-instruct"
+    controller.add_model(import_hf_path(config).architecture)
+    assert panel.is_shown("images_per_request")
+    assert not panel.is_shown("image_width") and not panel.is_shown("image_height")  # no images yet
+    assert panel.knobs["image_width"].widget.toolTip().startswith("Width of each image")
+    panel.set_value("images_per_request", 2)
+    assert panel.is_shown("image_width") and panel.is_shown("image_height")
+    panel.set_value("image_width", 1920)
+    panel.set_value("image_height", 1080)
+    scenario = controller.scenario
+    assert (scenario.images_per_request, scenario.image_width, scenario.image_height) == (2, 1920, 1080)
+    controller.undo_stack.undo()  # each edit is one undo step
+    assert controller.scenario.image_height == 1024 and panel.knobs["image_height"].widget.value() == 1024
+    controller.undo_stack.redo()
+    # a text model keeps the images knob while images are set, so they can be cleared
+    controller.set_field("model", "llama-3.1-8b")
+    assert panel.is_shown("images_per_request") and not panel.is_shown("image_width")
+    panel.set_value("images_per_request", 0)
+    assert not panel.is_shown("images_per_request")
+    panel.set_value("workload", Workload.PRETRAIN)
+    assert panel.labels["images_per_request"].text() == "Images per sample"

@@ -38,12 +38,14 @@ from workbench.catalog.architectures import READERS
 from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg, checkpoint_dtype
 from workbench.catalog.architectures.generic import read_generic, unreadable_keys
 from workbench.catalog.architectures.multimodal import (
+    FLAT_WRAPPERS,
     WRAPPER_REFERENCE,
     WRAPPER_TIE_DEFAULTS,
     WRAPPERS,
     tower_parameters,
 )
 from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_folder, load_json_object
+from workbench.catalog.architectures.vision import read_vision_tower
 from workbench.catalog.safetensors_header import INDEX_NAME, find_safetensors, read_safetensors_folder
 from workbench.core.errors import ModelImportError, describe_validation_error
 from workbench.core.model import ModelArchitecture
@@ -130,12 +132,17 @@ def import_hf_config(
     from_text = False
     if model_type in WRAPPERS or (model_type not in READERS and top.has("text_config")):
         nested = top.mapping("text_config")
-        if nested is None:
+        if nested is None and model_type in FLAT_WRAPPERS:
+            # the language model's keys sit at the top level, as transformers reads them
+            text_type = WRAPPERS[model_type]
+            text = Cfg(config, where, text_type)
+        elif nested is None:
             raise top.fail("text_config", "is missing: this multimodal config needs its language model")
-        text_type = nested.get("model_type") or WRAPPERS.get(model_type, "")
-        if not isinstance(text_type, str):
-            raise top.fail("text_config.model_type", f"must be a string, got {text_type!r}")
-        text = top.nested("text_config", text_type)
+        else:
+            text_type = nested.get("model_type") or WRAPPERS.get(model_type, "")
+            if not isinstance(text_type, str):
+                raise top.fail("text_config.model_type", f"must be a string, got {text_type!r}")
+            text = top.nested("text_config", text_type)
     reader = READERS.get(text_type)
     approximation = None
     if reader is None or (model_type not in READERS and model_type not in WRAPPERS):
@@ -152,8 +159,12 @@ def import_hf_config(
             fields["tie_word_embeddings"] = top.flag("tie_word_embeddings")
         elif not text.has("tie_word_embeddings") and model_type in WRAPPER_TIE_DEFAULTS:
             fields["tie_word_embeddings"] = WRAPPER_TIE_DEFAULTS[model_type]
-        extra = tower_parameters(model_type, top, fields["hidden_size"], notes)
-        from_text = extra == 0
+        tower = read_vision_tower(model_type, top, fields["hidden_size"], notes) if approximation is None else None
+        if tower is not None:
+            fields["vision_tower"] = tower
+        else:
+            extra = tower_parameters(model_type, top, fields["hidden_size"], notes)
+            from_text = extra == 0
     for cfg in (top, text) if text is not top else (top,):
         if cfg.defaulted:
             listed = ", ".join(f"{k}={v}" for k, v in cfg.defaulted.items())

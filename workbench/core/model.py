@@ -223,6 +223,104 @@ class AttentionIndexer(BaseModel):
     top_k: int = Field(gt=0, description="Tokens each query attends to after indexing.")
 
 
+class VisionTokenRule(str, Enum):
+    """How an image becomes prompt tokens (each model's own image processor)."""
+
+    SMART_RESIZE = "smart-resize"  # Qwen2-VL family: resize to multiples of patch x merge within a pixel budget
+    FIXED = "fixed"  # Gemma 3: a fixed number of soft tokens per image
+    LONGEST_EDGE = "longest-edge"  # Pixtral: fit the longest edge, one break token per row
+    TILES = "tiles"  # Llama 4: tiles of the tile size plus a global tile
+
+
+class VisionAttention(str, Enum):
+    FULL = "full"  # every patch attends to every patch of its image (or tile)
+    WINDOWED = "windowed"  # windows of window_size pixels, full attention on full_attention_layers
+
+
+class VisionTower(BaseModel):
+    """The vision encoder (and its projector into the language model) of a vision-language model.
+
+    The family reader counts ``parameters`` and ``projector_parameters`` exactly from the config
+    (as transformers builds the tower); the rest says how an image becomes patches, encoder work and
+    prompt tokens (:mod:`workbench.core.vision`).
+    """
+
+    model_config = _FROZEN
+
+    kind: str = Field(min_length=1, description="Which vision encoder (qwen2.5-vl, qwen3-vl, siglip, pixtral, llama4).")
+    parameters: int = Field(ge=0, description="Parameters of the vision encoder itself.")
+    projector_parameters: int = Field(
+        0, ge=0, description="Parameters of the merger / projector that maps image features into the language model."
+    )
+    hidden_size: int = Field(gt=0, description="Width of the vision encoder.")
+    num_layers: int = Field(gt=0, description="Blocks of the vision encoder.")
+    num_heads: int = Field(gt=0, description="Attention heads of the vision encoder.")
+    intermediate_size: int = Field(gt=0, description="FFN inner size of a vision block.")
+    gated_mlp: bool = Field(False, description="The vision FFN is gated (three matrices) rather than plain (two).")
+    num_channels: int = Field(3, gt=0, description="Input image channels.")
+    patch_size: int = Field(gt=0, description="Patch side in pixels.")
+    temporal_patch_size: int = Field(
+        1, gt=0, description="Frames one patch spans (Qwen-VL: a still image is repeated to fill them)."
+    )
+    spatial_merge_size: int = Field(
+        1, gt=0, description="Patches merged per side into one image token (2: four patches per token)."
+    )
+    image_size: int | None = Field(
+        None, gt=0, description="Side the encoder takes an image (SigLIP), its longest edge (Pixtral) or a tile (Llama 4)."
+    )
+    token_rule: VisionTokenRule = Field(description="How an image's resolution becomes prompt tokens.")
+    min_pixels: int | None = Field(None, gt=0, description="Smallest resized image area (smart-resize).")
+    max_pixels: int | None = Field(None, gt=0, description="Largest resized image area (smart-resize).")
+    tokens_per_image: int | None = Field(None, gt=0, description="Image tokens per image (fixed rule).")
+    max_tiles: int | None = Field(None, gt=0, description="Most tiles an image is cut into (tiles rule).")
+    pixel_shuffle_ratio: float | None = Field(
+        None, gt=0, le=1, description="Pixel-shuffle ratio per side after the encoder (Llama 4: 0.5 keeps 1 token in 4)."
+    )
+    class_token: bool = Field(False, description="A learned class token joins each encoder sequence (Llama 4).")
+    attention: VisionAttention = Field(VisionAttention.FULL, description="Full or windowed attention over the patches.")
+    window_size: int | None = Field(None, gt=0, description="Attention window side in pixels (windowed attention).")
+    full_attention_layers: tuple[int, ...] = Field(
+        (), description="Blocks that attend over the whole image although the encoder is windowed."
+    )
+    projector_matmul: int = Field(
+        0, ge=0, description="Matrix weights each merged image token passes through after the encoder "
+        "(merger, deep-stack mergers, adapter, projector)."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> VisionTower:
+        need = {
+            VisionTokenRule.SMART_RESIZE: ("min_pixels", "max_pixels"),
+            VisionTokenRule.FIXED: ("tokens_per_image", "image_size"),
+            VisionTokenRule.LONGEST_EDGE: ("image_size",),
+            VisionTokenRule.TILES: ("image_size", "max_tiles", "pixel_shuffle_ratio"),
+        }[self.token_rule]
+        missing = [k for k in need if getattr(self, k) is None]
+        if missing:
+            raise ValueError(f"vision tower: the {self.token_rule.value} rule needs {', '.join(missing)}")
+        if self.attention is VisionAttention.WINDOWED and self.window_size is None:
+            raise ValueError("vision tower: windowed attention needs window_size")
+        bad = [i for i in self.full_attention_layers if not 0 <= i < self.num_layers]
+        if bad:
+            raise ValueError(f"vision tower: full_attention_layers {bad} outside 0..{self.num_layers - 1}")
+        return self
+
+    @property
+    def total_parameters(self) -> int:
+        return self.parameters + self.projector_parameters
+
+    @property
+    def layer_matmul(self) -> int:
+        """Matrix weights one patch passes through in one block (q, k, v, o and the FFN)."""
+        h = self.hidden_size
+        return 4 * h * h + (3 if self.gated_mlp else 2) * h * self.intermediate_size
+
+    @property
+    def patch_matmul(self) -> int:
+        """Weights of the patch embedding (a convolution or linear over one patch's pixels)."""
+        return self.num_channels * self.temporal_patch_size * self.patch_size**2 * self.hidden_size
+
+
 class EncoderDecoderConfig(BaseModel):
     """The decoder stack of an encoder-decoder model (T5)."""
 
@@ -315,6 +413,9 @@ class ModelArchitecture(BaseModel):
     mla: MLAConfig | None = Field(None, description="Multi-head latent attention, if used.")
     sliding_window: SlidingWindow | None = Field(None, description="Sliding-window attention, if used.")
     vision: VisionConfig | None = Field(None, description="Patch embedding, for vision transformers.")
+    vision_tower: VisionTower | None = Field(
+        None, description="The vision encoder and projector of a vision-language model (images become prompt tokens)."
+    )
     recurrent: RecurrentMixer | None = Field(
         None, description="The recurrent (state-space / linear-attention) mixer of hybrid models."
     )
@@ -346,7 +447,7 @@ class ModelArchitecture(BaseModel):
         0,
         ge=0,
         description="Parameters of parts the architecture fields do not describe, counted from a "
-        "checkpoint (e.g. a vision tower); they are stored and moved like weights.",
+        "checkpoint (e.g. an audio tower the importer has no reader for); they are stored and moved like weights.",
     )
     source: str | None = Field(None, description="Where this architecture came from (file or URL).")
 

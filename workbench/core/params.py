@@ -18,6 +18,8 @@ Conventions that a count depends on:
   relative position bias table (``buckets x heads``) sits in the first block of each stack.
 * ``extra_parameters`` (towers the fields do not describe) count in the total and, being dense,
   in the active count.
+* ``vision_tower`` (a vision-language model's encoder and projector, counted exactly by the family
+  reader) counts in ``other``, in the total and, being dense, in the active count.
 * Hybrid models: a block has attention only when ``layer_mixers`` says so, a recurrent mixer
   (``recurrent``, whose exact size the family reader gives) when it says so, and no FFN when it is
   in ``ffn_free_layers``; a block with a single part carries ``single_part_norms`` norms.
@@ -280,6 +282,8 @@ def count_parameters(arch: ModelArchitecture) -> ParameterCount:
     lm_head = lm_head_parameters(arch)
     h = arch.hidden_size
     other = (h * h + h if arch.pooler else 0) + arch.extra_parameters
+    if arch.vision_tower is not None:
+        other += arch.vision_tower.total_parameters
     breakdown = {
         "embedding": emb,
         "attention": attention,

@@ -25,6 +25,11 @@ _NO_NUL = r"^[^\x00]*$"
 #: An assumption id as estimators name them (``memory.fragmentation``).
 AssumptionId = Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_NAME_CHARS)]
 
+#: Bounds of the image inputs: more images per request than any served model accepts, and sides
+#: past 16k pixels (Qwen3-VL's processor caps an image at 16.8 megapixels anyway).
+MAX_IMAGES_PER_REQUEST = 256
+MAX_IMAGE_SIDE = 16384
+
 
 class Workload(str, Enum):
     INFERENCE = "inference"
@@ -172,6 +177,19 @@ class Scenario(BaseModel):
     batch_size: int = Field(1, gt=0, le=limits.MAX_BATCH, description="Sequences per step on one replica: micro-batch or concurrent requests.")
     seq_len: int = Field(2048, gt=0, le=limits.MAX_TOKENS, description="Tokens per sequence: the prompt for inference, the sample for training.")
     gen_len: int = Field(256, ge=0, le=limits.MAX_TOKENS, description="Output tokens generated per request (inference).")
+    images_per_request: int = Field(
+        0,
+        ge=0,
+        le=MAX_IMAGES_PER_REQUEST,
+        description="Images each request (or training sample) carries, for vision-language models: each adds "
+        "its image tokens to the prompt and runs the vision encoder once.",
+    )
+    image_width: int = Field(
+        1024, gt=0, le=MAX_IMAGE_SIDE, description="Width of each image in pixels, before the model's own resize."
+    )
+    image_height: int = Field(
+        1024, gt=0, le=MAX_IMAGE_SIDE, description="Height of each image in pixels, before the model's own resize."
+    )
     global_batch_size: int | None = Field(
         None, gt=0, le=limits.MAX_GLOBAL_BATCH, description="Sequences per optimizer step over all replicas (training; None: batch x DP)."
     )

@@ -7,8 +7,10 @@ from typing import Any
 from graphlib import CycleError, TopologicalSorter
 
 from workbench.core.resolved import ResolvedScenario
+from workbench.core.scenario import Scenario
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
+from workbench.core.vision import describe_images, request_images
 from workbench.engine.assumptions import Assumption, AssumptionSet, default_values, index_assumptions
 from workbench.engine.estimate import Estimate
 from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator, needs_by_key
@@ -182,6 +184,7 @@ class Engine:
         assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
         values: dict[str, Quantity] = {}
         steps, needed = self._steps_for(wanted)
+        image_warning, scenario = _with_images(resolved.model, scenario)
         ctx = EstimateContext(
             scenario,
             resolved.model,
@@ -195,6 +198,8 @@ class Engine:
         warnings = estimate.warnings
         if resolved.model.approximate:
             warnings.append(_approximate_warning(resolved.model.approximate))
+        if image_warning is not None:
+            warnings.append(image_warning)
         failed_keys: set[str] = set()
         for est, needs, produces in steps:
             if needs and not values.keys() >= needs:
@@ -264,6 +269,26 @@ class Engine:
                 raise TypeError(f"{ident} returned undeclared result {key!r}")
             if not isinstance(quantity, Quantity):
                 raise TypeError(f"{ident} returned {type(quantity).__name__} for {key!r}, not a Quantity")
+
+
+def _with_images(model: ModelArchitecture, scenario: Scenario) -> tuple[Warning | None, Scenario]:
+    """The scenario the estimators see: a request's image tokens join its prompt (``seq_len``), so
+    prefill FLOPs, TTFT, the KV cache, activations and context limits all count them; the vision
+    encoder's own FLOPs are the compute plugin's. A model without a vision tower cannot take images:
+    a warning says they are not costed, never silence."""
+    if scenario.images_per_request <= 0:
+        return None, scenario
+    images = request_images(model, scenario)
+    if images is None:
+        return Warning(
+            "images-without-vision-tower",
+            f"{model.name} has no vision tower: the {scenario.images_per_request} image(s) per request are not "
+            "costed",
+            severity="warning",
+            fix="pick a vision-language model (Qwen2.5-VL, Qwen3-VL, Gemma 3, Mistral 3, Llama 4) or set images to 0",
+        ), scenario
+    note = Warning("image-tokens", describe_images(model, scenario, images), severity="info")
+    return note, scenario.model_copy(update={"seq_len": scenario.seq_len + images.tokens})
 
 
 def _approximate_warning(why: str) -> Warning:

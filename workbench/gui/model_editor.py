@@ -50,6 +50,7 @@ SECTION_TITLES = {
     "moe": "Mixture of experts", "mla": "Multi-head latent attention", "sliding_window": "Sliding-window attention",
     "vision": "Vision patch embedding", "encoder_decoder": "Decoder stack (encoder-decoder)",
     "recurrent": "Recurrent mixer (state-space / linear attention)", "indexer": "Sparse-attention indexer",
+    "vision_tower": "Vision tower (vision-language)",
 }
 
 

@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
 from workbench.core.dtypes import ACTIVATION_DTYPES, WeightFormat
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import (
+    MAX_IMAGE_SIDE,
+    MAX_IMAGES_PER_REQUEST,
     AttentionKernel,
     FinetuneMethod,
     Offload,
@@ -67,6 +69,15 @@ def _training(s: Scenario, a: ModelArchitecture | None) -> bool:
 
 def _lora(s: Scenario, a: ModelArchitecture | None) -> bool:
     return s.workload is Workload.FINETUNE and s.method is not FinetuneMethod.FULL
+
+
+def _images(s: Scenario, a: ModelArchitecture | None) -> bool:
+    # shown for a vision-language model, and while images are set (so a text model's can be cleared)
+    return (a is not None and a.vision_tower is not None) or s.images_per_request > 0
+
+
+def _image_size(s: Scenario, a: ModelArchitecture | None) -> bool:
+    return a is not None and a.vision_tower is not None and s.images_per_request > 0
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,12 @@ SECTIONS: list[tuple[str, list[Knob]]] = [
         Knob("gen_len", "Generated tokens", "int", _inference, 0, 1 << 24),
         Knob("global_batch_size", "Global batch", "int", _training, 0, 1 << 24, none_text="batch × DP"),
         Knob("train_tokens", "Training tokens", "number", _training, none_text="not set"),
+    ]),
+    ("Images", [
+        Knob("images_per_request", "Images per request", "int", _images, 0, MAX_IMAGES_PER_REQUEST,
+             training_label="Images per sample"),
+        Knob("image_width", "Image width (px)", "int", _image_size, 1, MAX_IMAGE_SIDE),
+        Knob("image_height", "Image height (px)", "int", _image_size, 1, MAX_IMAGE_SIDE),
     ]),
     ("Parallelism", [
         Knob("parallel.tp", "Tensor parallel (TP)", "int", _always, 1, 1024),

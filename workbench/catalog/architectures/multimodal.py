@@ -1,8 +1,9 @@
 """Multimodal wrappers: a language model in ``text_config`` plus vision (or audio) towers.
 
 The language model is read by its own family reader; the towers are counted here, exactly where
-a counter exists (Gemma 3's SigLIP tower and projector) and otherwise left out with a note (the
-importer then fills them in from the folder's safetensors headers when the weights are there).
+a reader exists (:mod:`workbench.catalog.architectures.vision`: Qwen2.5-VL, Qwen3-VL, Gemma 3's
+SigLIP, Pixtral, Llama 4) and otherwise left out with a note (the importer then fills them in from
+the folder's safetensors headers when the weights are there).
 """
 
 from __future__ import annotations
@@ -11,11 +12,35 @@ from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg
 
 #: Wrapper types whose language model sits in ``text_config``, and the text model_type to use when
 #: the nested config does not say.
-WRAPPERS: dict[str, str] = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+WRAPPERS: dict[str, str] = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "mistral3": "mistral",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+}
+#: Wrappers whose published configs keep the language model's keys at the top level (transformers
+#: builds ``text_config`` from them when the file has none).
+FLAT_WRAPPERS = frozenset({"qwen2_5_vl"})
 #: Wrapper (multimodal) types: the tie flag that counts is the wrapper's own.
-WRAPPER_TIE_DEFAULTS: dict[str, bool] = {"gemma3": True, "llama4": False, "mistral3": True}
+WRAPPER_TIE_DEFAULTS: dict[str, bool] = {
+    "gemma3": True,
+    "llama4": False,
+    "mistral3": True,
+    "qwen2_5_vl": False,
+    "qwen3_vl": False,
+    "qwen3_vl_moe": False,
+}
 #: The class a wrapper's count corresponds to when its towers are counted exactly.
-WRAPPER_REFERENCE: dict[str, str] = {"gemma3": "Gemma3ForConditionalGeneration"}
+WRAPPER_REFERENCE: dict[str, str] = {
+    "gemma3": "Gemma3ForConditionalGeneration",
+    "llama4": "Llama4ForConditionalGeneration",
+    "mistral3": "Mistral3ForConditionalGeneration",
+    "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+    "qwen3_vl": "Qwen3VLForConditionalGeneration",
+    "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
+}
 
 TYPE_DEFAULTS["siglip_vision_model"] = {
     "hidden_size": 768,

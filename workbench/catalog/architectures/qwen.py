@@ -166,3 +166,73 @@ def read_qwen3_moe(c: Cfg, notes: list[str]) -> dict[str, Any]:
     f = read_qwen3(c, notes)
     _qwen_moe(c, f, shared=False)
     return f
+
+
+# The language models of Qwen2.5-VL and Qwen3-VL (their wrappers are read in multimodal.py and their
+# vision towers in vision.py): Qwen2 and Qwen3 blocks, under their own config types and defaults.
+@reads(
+    "qwen2_5_vl_text",
+    family="qwen",
+    reference=None,  # no transformers class holds this text model with its LM head alone
+    defaults={
+        "vocab_size": 152064,
+        "hidden_size": 8192,
+        "intermediate_size": 29568,
+        "num_hidden_layers": 80,
+        "num_attention_heads": 64,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 32768,
+        "hidden_act": "silu",
+        "use_sliding_window": False,
+        "sliding_window": 4096,
+        "max_window_layers": 80,
+    },
+)
+def read_qwen2_5_vl_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
+    return read_qwen2(c, notes)
+
+
+@reads(
+    "qwen3_vl_text",
+    family="qwen",
+    reference=None,
+    defaults={
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "head_dim": 128,
+        "max_position_embeddings": 128000,
+        "attention_bias": False,
+        "hidden_act": "silu",
+    },
+)
+def read_qwen3_vl_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
+    return read_qwen3(c, notes)
+
+
+@reads(
+    "qwen3_vl_moe_text",
+    family="qwen",
+    reference=None,
+    defaults={
+        "vocab_size": 151936,
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "max_position_embeddings": 128000,
+        "tie_word_embeddings": True,
+        "attention_bias": False,
+        "hidden_act": "silu",
+        "num_local_experts": 60,
+        "num_experts_per_tok": 4,
+        "moe_intermediate_size": 1408,
+        "decoder_sparse_step": 1,
+    },
+)
+def read_qwen3_vl_moe_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
+    return read_qwen3_moe(c, notes)
