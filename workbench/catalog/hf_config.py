@@ -44,8 +44,8 @@ from workbench.catalog.architectures.multimodal import (
     WRAPPERS,
     tower_parameters,
 )
-from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_folder, load_json_object
 from workbench.catalog.architectures.vision import read_vision_tower
+from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_folder, load_json_object
 from workbench.catalog.safetensors_header import INDEX_NAME, find_safetensors, read_safetensors_folder
 from workbench.core.errors import ModelImportError, describe_validation_error
 from workbench.core.model import ModelArchitecture
