@@ -175,7 +175,11 @@ class RecurrentMixer(BaseModel):
     )
     heads: int = Field(gt=0, description="Heads of the recurrence (SSM heads / value heads).")
     head_dim: int = Field(gt=0, description="Value dims per head.")
-    state_size: int = Field(gt=0, description="State dims per head (SSM d_state / key head dims).")
+    state_size: int = Field(
+        ge=0,
+        description="State dims per head (SSM d_state / key head dims); 0 for a mixer that keeps only "
+        "a convolution window (LFM2's short convolution).",
+    )
     groups: int = Field(1, gt=0, description="Groups of shared B/C (Mamba-2) or key heads (DeltaNet).")
     conv_channels: int = Field(0, ge=0, description="Channels of the causal depthwise convolution.")
     conv_kernel: int = Field(0, ge=0, description="Kernel width of the causal convolution.")

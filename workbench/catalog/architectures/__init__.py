@@ -6,11 +6,15 @@ entry point that uses them.
 """
 
 from workbench.catalog.architectures import (  # noqa: F401 - imported to register their readers
+    bamba,
     deepseek,
     encoders,
+    falcon_h1,
     gemma,
     gpt,
+    granite_hybrid,
     llama,
+    nemotron,
     phi,
     qwen,
 )
