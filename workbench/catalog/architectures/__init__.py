@@ -20,6 +20,7 @@ from workbench.catalog.architectures import (  # noqa: F401 - imported to regist
     nemotron,
     phi,
     qwen,
+    qwen3_5,
 )
 from workbench.catalog.architectures.registry import READERS, Reader
 

@@ -11,9 +11,19 @@ from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg
 
 #: Wrapper types whose language model sits in ``text_config``, and the text model_type to use when
 #: the nested config does not say.
-WRAPPERS: dict[str, str] = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+WRAPPERS: dict[str, str] = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "mistral3": "mistral",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+}
 #: Wrapper (multimodal) types: the tie flag that counts is the wrapper's own.
-WRAPPER_TIE_DEFAULTS: dict[str, bool] = {"gemma3": True, "llama4": False, "mistral3": True}
+WRAPPER_TIE_DEFAULTS: dict[str, bool] = {
+    "gemma3": True,
+    "llama4": False,
+    "mistral3": True,
+    "qwen3_5_moe": False,
+}
 #: The class a wrapper's count corresponds to when its towers are counted exactly.
 WRAPPER_REFERENCE: dict[str, str] = {"gemma3": "Gemma3ForConditionalGeneration"}
 

@@ -134,11 +134,14 @@ def gated_deltanet_mixer(
     value_head_dim: int,
     conv_kernel: int,
     chunk_size: int = 64,
+    fused: bool = True,
 ) -> RecurrentMixer:
     """A Gated DeltaNet mixer (Yang et al. 2024) as Qwen3-Next / Qwen3.5 build it.
 
-    in_proj_qkvz: hidden -> q, k (key_heads x key_dim each), v and the output gate z (value_heads x
-    value_dim each); in_proj_ba: hidden -> beta and the decay gate a (value_heads each); a
+    Projections from hidden: q, k (key_heads x key_dim each), v and the output gate z (value_heads
+    x value_dim each), beta and the decay gate a (value_heads each). Qwen3-Next fuses them into
+    in_proj_qkvz and in_proj_ba (``fused``); Qwen3.5 keeps in_proj_qkv, in_proj_z, in_proj_b and
+    in_proj_a. Then a
     depthwise causal conv (no bias) over q, k and v; ``dt_bias`` and ``A_log`` per value head; a
     gated RMSNorm of one value head; out_proj: value_heads x value_dim -> hidden. The state: the
     conv window and a key_dim x value_dim memory per value head.
@@ -149,9 +152,15 @@ def gated_deltanet_mixer(
     return RecurrentMixer(
         kind=RecurrentKind.GATED_DELTANET,
         projections=(
-            (hidden, 2 * key_width + 2 * value_width),
-            (hidden, 2 * value_heads),
-            (value_width, hidden),
+            ((hidden, 2 * key_width + 2 * value_width), (hidden, 2 * value_heads), (value_width, hidden))
+            if fused
+            else (
+                (hidden, 2 * key_width + value_width),
+                (hidden, value_width),
+                (hidden, value_heads),
+                (hidden, value_heads),
+                (value_width, hidden),
+            )
         ),
         other_parameters=conv_channels * conv_kernel + 2 * value_heads + value_head_dim,
         heads=value_heads,
