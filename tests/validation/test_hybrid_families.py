@@ -110,15 +110,16 @@ TINY: dict[str, dict[str, Any]] = {
         "model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 3, "intermediate_size": 96,
         "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_token": 2, "kv_lora_rank": 16,
         "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "first_k_dense_replace": 1,
-        "linear_attn_config": {"kda_layers": [1, 3], "full_attn_layers": [2], "num_heads": 4, "head_dim": 16,
-                               "short_conv_kernel_size": 4},
+        "linear_attn_config": {"kda_layers": [1, 3], "full_attn_layers": [2], "num_heads": 4,
+                               "head_dim": 16, "short_conv_kernel_size": 4},
         **_ATTN, "num_key_value_heads": 4,
     },
     "kimi_linear-bias-shared": {
         "model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 5, "intermediate_size": 96,
         "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_token": 2, "kv_lora_rank": 16,
         "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "num_shared_experts": 2,
-        "attention_bias": True, "linear_num_heads": 2, "linear_head_dim": 8, **_ATTN, "num_key_value_heads": 4,
+        "attention_bias": True, "linear_num_heads": 2, "linear_head_dim": 8, **_ATTN,
+        "num_key_value_heads": 4,
     },
     "qwen3_5_moe_text": {
         "model_type": "qwen3_5_moe_text", "hidden_size": 64, "num_hidden_layers": 4, "head_dim": 16,
@@ -137,7 +138,8 @@ TINY: dict[str, dict[str, Any]] = {
 
 REAL = [
     "nemotron-3-nano-30b-a3b", "nemotron-h-56b-base-8k", "bamba-9b", "falcon-h1-0.5b",
-    "ai21-jamba-1.5-mini", "lfm2-1.2b", "kimi-linear-48b-a3b-instruct", "qwen3.5-35b-a3b", "qwen3.5-397b-a17b",
+    "ai21-jamba-1.5-mini", "lfm2-1.2b", "kimi-linear-48b-a3b-instruct", "qwen3.5-35b-a3b",
+    "qwen3.5-397b-a17b",
 ]
 
 
@@ -239,12 +241,14 @@ def test_prefill_state_and_kv_bytes_exact(name: str) -> None:
 # Published totals (rounded by their publishers) and where they come from; the exact counts are
 # the transformers ones above. Checked within 1.5% (totals) and 3% (active).
 PUBLISHED: dict[str, tuple[float, float | None, str]] = {
-    "nemotron-3-nano-30b-a3b": (31.6e9, 3.6e9, "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 "
-                                "(model card: 31.6B total, 3.2B active, 3.6B active including embeddings)"),
-    "ai21-jamba-1.5-mini": (52e9, 12e9, "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini (model card: 12B "
-                            "active, 52B total)"),
-    "qwen3.5-397b-a17b": (397e9, 17e9, "https://huggingface.co/Qwen/Qwen3.5-397B-A17B (397B total with the vision "
-                          "tower, 17B activated); the language model alone is counted here"),
+    "nemotron-3-nano-30b-a3b": (31.6e9, 3.6e9, (
+        "https://huggingface.co/nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 (model card: 31.6B total, "
+        "3.2B active, 3.6B active including embeddings)")),
+    "ai21-jamba-1.5-mini": (52e9, 12e9, (
+        "https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini (model card: 12B active, 52B total)")),
+    "qwen3.5-397b-a17b": (397e9, 17e9, (
+        "https://huggingface.co/Qwen/Qwen3.5-397B-A17B (397B total with the vision tower, 17B "
+        "activated); the language model alone is counted here")),
 }
 
 

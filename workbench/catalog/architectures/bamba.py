@@ -22,7 +22,10 @@ def mamba2_from_keys(c: Cfg, hidden: int, *, out_bias_key: str = "mamba_proj_bia
     _, head_dim = c.raw("mamba_d_head")
     head_dim = inner // heads if head_dim == "auto" else c.integer("mamba_d_head")
     if heads * head_dim != inner:
-        raise c.fail("mamba_d_head", f"({head_dim}) x mamba_n_heads ({heads}) must equal the Mamba inner width ({inner})")
+        raise c.fail(
+            "mamba_d_head",
+            f"({head_dim}) x mamba_n_heads ({heads}) must equal the Mamba inner width ({inner})",
+        )
     proj_bias = c.flag("mamba_proj_bias")
     return mamba2_mixer(
         hidden,
@@ -79,7 +82,9 @@ def read_bamba(c: Cfg, notes: list[str]) -> dict[str, Any]:
         attention_out_bias=bias,
         mlp_bias=c.flag("mlp_bias"),
         sliding_window=None,
-        layer_mixers=tuple(LayerMixer.ATTENTION if i in attention else LayerMixer.RECURRENT for i in range(n)),
+        layer_mixers=tuple(
+            LayerMixer.ATTENTION if i in attention else LayerMixer.RECURRENT for i in range(n)
+        ),
         recurrent=mamba2_from_keys(c, f["hidden_size"]),
     )
     return f

@@ -37,7 +37,8 @@ def _block_types(c: Cfg) -> list[str]:
             bad = [t for t in types if t not in _MIXERS]
             if bad:
                 raise c.fail(key, f"holds block types {sorted(set(map(str, bad)))} Nemotron-H does not have")
-            return ["linear_attention" if t == "mamba" else "full_attention" if t == "attention" else t for t in types]
+            legacy = {"mamba": "linear_attention", "attention": "full_attention"}
+            return [legacy.get(t, t) for t in types]
     pattern = c.text("hybrid_override_pattern")
     if pattern is None:
         return ["linear_attention", "moe", "full_attention", "mlp"]  # NemotronHConfig's default
@@ -151,7 +152,9 @@ def read_nemotron_h(c: Cfg, notes: list[str]) -> dict[str, Any]:
         "norms_per_layer": 1,
         "single_part_norms": 1,
         "layer_mixers": mixers,
-        "ffn_free_layers": tuple(i for i, t in enumerate(types) if t in ("linear_attention", "full_attention")),
+        "ffn_free_layers": tuple(
+            i for i, t in enumerate(types) if t in ("linear_attention", "full_attention")
+        ),
         "recurrent": recurrent,
         "moe": moe,
     }

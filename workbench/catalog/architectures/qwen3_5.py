@@ -45,7 +45,7 @@ def read_qwen3_5_moe_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
     # Qwen3.5-MoE has no dense MLP: intermediate_size is absent; the expert width stands in for it.
     c.defaults = {**c.defaults, "intermediate_size": c.integer("moe_intermediate_size")}
     f = decoder_base(c, notes)
-    c.defaulted.pop("intermediate_size", None)
+    c.defaulted.pop(c.prefix + "intermediate_size", None)
     n, hidden = f["num_layers"], f["hidden_size"]
     if c.has("layer_types"):
         mixers = hybrid_layer_types(c, "layer_types", n)

@@ -86,7 +86,12 @@ def mamba1_mixer(
     other += (dt_rank + 2 * state_size) if dt_norms else 0
     return RecurrentMixer(
         kind=RecurrentKind.MAMBA,
-        projections=((hidden, 2 * inner), (inner, dt_rank + 2 * state_size), (dt_rank, inner), (inner, hidden)),
+        projections=(
+            (hidden, 2 * inner),
+            (inner, dt_rank + 2 * state_size),
+            (dt_rank, inner),
+            (inner, hidden),
+        ),
         other_parameters=other,
         heads=1,
         head_dim=inner,
@@ -176,7 +181,9 @@ def gated_deltanet_mixer(
     )
 
 
-def kda_mixer(hidden: int, *, heads: int, head_dim: int, conv_kernel: int, chunk_size: int = 64) -> RecurrentMixer:
+def kda_mixer(
+    hidden: int, *, heads: int, head_dim: int, conv_kernel: int, chunk_size: int = 64
+) -> RecurrentMixer:
     """Kimi Delta Attention (Kimi-Linear) as transformers builds it.
 
     q/k/v projections hidden -> heads x head_dim; a depthwise causal conv (no bias) on each of q,

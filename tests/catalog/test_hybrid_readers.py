@@ -1,0 +1,192 @@
+"""Readers of the hybrid state-space / linear-attention families on their real configs and on bad
+input. The exact totals pinned here were measured against transformers 5.24 (the validation
+suite, tests/validation/test_hybrid_families.py, rebuilds them); the hand counts spell out what
+a block holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbench.catalog.hf_config import import_hf_config
+from workbench.core.errors import ModelImportError
+from workbench.core.model import LayerMixer, ModelArchitecture, RecurrentKind
+from workbench.core.params import count_parameters, layer_breakdown
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+
+
+def real(name: str) -> dict[str, Any]:
+    return json.loads((CONFIGS / name / "config.json").read_text(encoding="utf-8"))
+
+
+def arch_of(name: str) -> ModelArchitecture:
+    return import_hf_config(real(name), name=name).architecture
+
+
+# name -> (total, active), as transformers 5.24 builds them (meta device, sum of numel).
+EXACT = {
+    "nemotron-3-nano-30b-a3b": (31_577_937_344, 3_580_073_408),
+    "nemotron-h-56b-base-8k": (56_324_350_464, 56_324_350_464),
+    "bamba-9b": (9_780_235_392, 9_780_235_392),
+    "falcon-h1-0.5b": (521_411_104, 521_411_104),
+    "ai21-jamba-1.5-mini": (51_570_323_328, 12_110_311_296),
+    "lfm2-1.2b": (1_170_340_608, 1_170_340_608),
+    "kimi-linear-48b-a3b-instruct": (49_122_675_072, 3_484_453_248),
+    "qwen3.5-35b-a3b": (34_660_610_688, 3_454_988_928),
+    "qwen3.5-397b-a17b": (396_346_350_336, 17_349_040_896),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_exact_counts(name: str) -> None:
+    count = count_parameters(arch_of(name))
+    assert (count.total, count.active) == EXACT[name]
+
+
+def test_nemotron_nano_blocks_are_one_part_each() -> None:
+    arch = arch_of("nemotron-3-nano-30b-a3b")
+    pattern = real("nemotron-3-nano-30b-a3b")["hybrid_override_pattern"]
+    assert arch.num_layers == len(pattern) == 52
+    assert [m.value for m in arch.layer_mixers or ()].count("recurrent") == pattern.count("M") == 23
+    assert arch.attention_layers == pattern.count("*") == 6
+    # Mamba and attention blocks carry no FFN; MoE blocks no mixer.
+    assert set(arch.ffn_free_layers) == {i for i, ch in enumerate(pattern) if ch in "M*"}
+    assert [i for i in range(52) if arch.is_moe_layer(i)] == [i for i, ch in enumerate(pattern) if ch == "E"]
+    assert arch.gated_mlp is False and arch.activation == "relu2"
+    rec = arch.recurrent
+    assert rec is not None and rec.kind is RecurrentKind.MAMBA2
+    # 64 heads x 64 = 4096 inner; conv over x, B, C: 4096 + 2 x 8 groups x 128 state.
+    assert (rec.heads, rec.head_dim, rec.state_size, rec.groups) == (64, 64, 128, 8)
+    assert rec.conv_channels == 4096 + 2 * 8 * 128
+    assert rec.conv_state_elements == rec.conv_channels * 4
+    assert rec.ssm_state_elements == 64 * 64 * 128 and rec.ssm_state_fp32
+    # Hand count of one Mamba block: in_proj (2688 -> 4096 + 6144 + 64), conv (6144 x 4 + bias),
+    # dt_bias / A_log / D (64 each), gated norm (4096), out_proj (4096 -> 2688), block norm (2688).
+    mamba = layer_breakdown(arch, 0)
+    assert mamba.recurrent == 2688 * (4096 + 6144 + 64) + 6144 * 5 + 3 * 64 + 4096 + 4096 * 2688
+    assert mamba.norms == 2688 and mamba.mlp == mamba.experts == mamba.attention == 0
+    # One MoE block: 128 relu2 experts (up + down, 2688 x 1856), router 128 x 2688, shared expert
+    # 2688 x 3712 up and down, one norm; 6 of the 128 experts are active.
+    moe = layer_breakdown(arch, 1)
+    expert = 2 * 2688 * 1856
+    assert moe.experts == 128 * expert + 128 * 2688 + 2 * 2688 * 3712
+    assert moe.active == moe.total - 122 * expert
+    assert moe.buffers == 128  # e_score_correction_bias
+
+
+def test_nemotron_h_56b_mlp_blocks_and_legacy_head_dim() -> None:
+    result = import_hf_config(real("nemotron-h-56b-base-8k"))
+    arch = result.architecture
+    assert arch.moe is None and arch.head_dim == 128
+    assert not any("head_dim" in note for note in result.notes)  # attention_head_dim was read
+    pattern = real("nemotron-h-56b-base-8k")["hybrid_override_pattern"]
+    assert [arch.mixer(i) is LayerMixer.NONE for i in range(arch.num_layers)] == [ch == "-" for ch in pattern]
+
+
+def _nemotron(**extra: Any) -> dict[str, Any]:
+    return {"model_type": "nemotron_h", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "intermediate_size": 96, "vocab_size": 100, "mamba_num_heads": 4,
+            "mamba_head_dim": 32, "ssm_state_size": 8, "n_groups": 1, **extra}
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"hybrid_override_pattern": "M*X"}, "hybrid_override_pattern"),
+        ({"layers_block_type": ["linear_attention", "cross_attention"]}, "cross_attention"),
+        ({"hybrid_override_pattern": "ME", "moe_latent_size": 32}, "moe_latent_size"),
+        ({"hybrid_override_pattern": "ME", "mlp_bias": True}, "mlp_bias"),
+    ],
+)
+def test_nemotron_refuses_what_it_cannot_read(extra: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ModelImportError, match=needle):
+        import_hf_config(_nemotron(**extra))
+
+
+def test_bamba_and_granite_mamba_layers() -> None:
+    arch = arch_of("bamba-9b")
+    assert [i for i in range(32) if arch.has_attention(i)] == [9, 18, 27]
+    assert arch.recurrent_layers == 29 and not arch.ffn_free_layers
+    rec = arch.recurrent
+    assert rec is not None and (rec.heads, rec.head_dim, rec.state_size, rec.groups) == (128, 64, 128, 1)
+    granite = import_hf_config({
+        "model_type": "granitemoehybrid", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "layer_types": ["mamba", "attention"], "intermediate_size": 96, "shared_intermediate_size": 48,
+        "num_local_experts": 0, "vocab_size": 100, "mamba_n_heads": 8, "mamba_d_state": 16,
+    }).architecture
+    # No experts: the shared MLP is the block's dense FFN; NoPE unless position_embedding_type is rope.
+    assert granite.moe is None and granite.intermediate_size == 48
+    assert granite.position_embedding.value == "none"
+    assert granite.layer_mixers == (LayerMixer.RECURRENT, LayerMixer.ATTENTION)
+
+
+def test_falcon_h1_parallel_blocks_and_width_check() -> None:
+    arch = arch_of("falcon-h1-0.5b")
+    assert arch.layer_mixers == (LayerMixer.PARALLEL,) * 36
+    assert arch.attention_layers == arch.recurrent_layers == 36
+    rec = arch.recurrent
+    assert rec is not None and rec.heads * rec.head_dim == 1536
+    # mamba_rms_norm false: no gated norm in the mixer.
+    assert rec.other_parameters == (1536 + 2 * 128) * 5 + 3 * 24
+    config = real("falcon-h1-0.5b")
+    del config["mamba_d_ssm"]  # transformers' default 1024 then disagrees with 24 heads x 64
+    with pytest.raises(ModelImportError, match="mamba_d_head"):
+        import_hf_config(config)
+
+
+def test_jamba_mamba1_mixer_and_expert_layers() -> None:
+    arch = arch_of("ai21-jamba-1.5-mini")
+    assert [i for i in range(32) if arch.has_attention(i)] == [4, 12, 20, 28]
+    assert [i for i in range(32) if arch.is_moe_layer(i)] == list(range(1, 32, 2))
+    rec = arch.recurrent
+    assert rec is not None and rec.kind is RecurrentKind.MAMBA
+    inner, state, rank = 8192, 16, 256  # expand 2 x 4096; dt_rank "auto" = ceil(4096 / 16)
+    assert rec.projections == ((4096, 2 * inner), (inner, rank + 2 * state), (rank, inner), (inner, 4096))
+    assert rec.ssm_state_elements == inner * state and rec.conv_state_elements == inner * 4
+
+
+def test_lfm2_short_conv_and_ffn_width() -> None:
+    arch = arch_of("lfm2-1.2b")
+    assert [i for i in range(16) if arch.has_attention(i)] == [2, 5, 8, 10, 12, 14]
+    # block_ff_dim 12288 overrides intermediate_size; 2/3 of it, rounded up to 256: 8192.
+    assert arch.intermediate_size == 8192
+    rec = arch.recurrent
+    assert rec is not None and rec.kind is RecurrentKind.SHORT_CONV
+    assert rec.ssm_state_elements == 0 and rec.conv_state_elements == 2048 * 3
+    assert arch.tie_word_embeddings and arch.qk_norm
+
+
+def test_kimi_linear_one_based_layer_lists() -> None:
+    arch = arch_of("kimi-linear-48b-a3b-instruct")
+    assert [i + 1 for i in range(27) if arch.has_attention(i)] == [4, 8, 12, 16, 20, 24, 27]
+    assert arch.mla is not None and arch.mla.q_lora_rank is None
+    assert arch.moe is not None and arch.moe.dense_layers == (0,)
+    rec = arch.recurrent
+    assert rec is not None and rec.kind is RecurrentKind.KDA
+    assert rec.ssm_state_elements == 32 * 128 * 128
+    assert rec.conv_state_elements == 3 * 32 * 128 * 4
+    bad = real("kimi-linear-48b-a3b-instruct")
+    bad["linear_attn_config"] = {**bad["linear_attn_config"], "kda_layers": [1, 2, 3]}
+    with pytest.raises(ModelImportError, match="linear_attn_config"):
+        import_hf_config(bad)
+
+
+def test_qwen3_5_wrapper_reads_its_language_model() -> None:
+    result = import_hf_config(real("qwen3.5-35b-a3b"))
+    arch = result.architecture
+    assert result.reference_class == "Qwen3_5MoeForCausalLM" and result.reference_from_text_config
+    assert any("vision_config" in note for note in result.notes)
+    assert any("multi-token-prediction" in note for note in result.notes)
+    assert not any("intermediate_size" in note for note in result.notes)
+    assert [i for i in range(40) if arch.has_attention(i)] == list(range(3, 40, 4))
+    assert arch.attention_output_gate and arch.qk_norm
+    rec = arch.recurrent
+    assert rec is not None and rec.kind is RecurrentKind.GATED_DELTANET
+    # 32 value heads of 128 x a 128 key dim each; conv over q, k (16 x 128 each) and v (32 x 128).
+    assert rec.ssm_state_elements == 32 * 128 * 128
+    assert rec.conv_channels == 2 * 16 * 128 + 32 * 128
+    assert arch.moe is not None and arch.moe.shared_expert_gate and not arch.moe.dense_layers
