@@ -190,3 +190,48 @@ def test_qwen3_5_wrapper_reads_its_language_model() -> None:
     assert rec.ssm_state_elements == 32 * 128 * 128
     assert rec.conv_channels == 2 * 16 * 128 + 32 * 128
     assert arch.moe is not None and arch.moe.shared_expert_gate and not arch.moe.dense_layers
+
+
+def _zamba2(**extra: Any) -> dict[str, Any]:
+    return {"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+            "layers_block_type": ["hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
+            "n_mamba_heads": 8, "mamba_d_state": 16, "vocab_size": 100, "num_mem_blocks": 2,
+            "adapter_rank": 8, **extra}
+
+
+def test_zamba2_shared_blocks_are_stored_once() -> None:
+    arch = import_hf_config(_zamba2()).architecture
+    sb = arch.shared_blocks
+    assert sb is not None and sb.layers == (0, 2, 3, 5) and sb.distinct == 2 and sb.input_width == 128
+    assert arch.head_dim == 32 and arch.attention_layers == 4 and arch.recurrent_layers == 6
+    assert arch.ffn_free_layers == (1, 4)
+    # A hybrid layer computes with the whole shared block: attention reads 2 x hidden into q, k, v
+    # (4 heads x 32), o_proj back to 64; the MLP is 4 x hidden wide and gated, with this layer's
+    # own gate/up adapter (64 x 8 + 8 x 512) and its own 64 x 64 projection.
+    layer = layer_breakdown(arch, 0)
+    assert layer.attention == 3 * 128 * 128 + 128 * 64 + 64 * 64
+    assert layer.mlp == 3 * 64 * 256 + 64 * 8 + 8 * 512
+    assert layer.norms == 64 + 128 + 64
+    # The model stores 2 shared blocks for its 4 hybrid layers.
+    blocks = 3 * 128 * 128 + 128 * 64 + 3 * 64 * 256 + 128 + 64
+    per_layer = 64 * 64 + 64 * 8 + 8 * 512  # projection and gate/up adapter
+    mamba = arch.recurrent.parameters if arch.recurrent else 0
+    embedding = 100 * 64
+    assert count_parameters(arch).total == embedding + 2 * blocks + 4 * per_layer + 6 * (mamba + 64) + 64
+
+
+def test_zamba2_untied_head_adds_only_the_head() -> None:
+    # transformers 5 ties the shared blocks only when tie_word_embeddings is true (its tying
+    # follows that flag), so from_config of an untied Zamba2 builds every hybrid layer its own
+    # copy; the architecture shares them either way, and so does the count.
+    tied = count_parameters(import_hf_config(_zamba2()).architecture).total
+    untied = count_parameters(import_hf_config(_zamba2(tie_word_embeddings=False)).architecture).total
+    assert untied - tied == 100 * 64
+
+
+def test_zamba2_layer_count_must_match_the_types() -> None:
+    with pytest.raises(ModelImportError, match="num_hidden_layers"):
+        import_hf_config(_zamba2(num_hidden_layers=5))
+    with pytest.raises(ModelImportError, match="transformer"):
+        types = ["hybrid", "transformer", "mamba", "mamba", "mamba", "mamba"]
+        import_hf_config(_zamba2(layers_block_type=types))

@@ -134,6 +134,29 @@ TINY: dict[str, dict[str, Any]] = {
         "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "num_experts": 4,
         "num_experts_per_tok": 2, **_ATTN,
     },
+    # transformers 5 ties the shared blocks' weights only when tie_word_embeddings is true (its
+    # tying follows that flag); Zamba2's own default. The untied case is in test_hybrid_readers.py.
+    "zamba2-adapters-two-blocks": {
+        "model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 4,
+        "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"],
+        "intermediate_size": 96, "n_mamba_heads": 8, "mamba_d_state": 16, "mamba_ngroups": 2, "chunk_size": 4,
+        "num_mem_blocks": 2, "use_shared_attention_adapter": True, "adapter_rank": 8,
+        **_ATTN, "num_key_value_heads": 4,
+    },
+    "zamba2-one-block-biases": {
+        "model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 6,
+        "layers_block_type": ["hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
+        "n_mamba_heads": 8, "mamba_d_state": 16, "chunk_size": 4, "num_mem_blocks": 1, "adapter_rank": 8,
+        "use_shared_attention_adapter": True, "add_bias_linear": True, "use_mem_rope": True,
+        # q/k/v adapters are as wide as the attention input: transformers runs them with MHA only.
+        **_ATTN, "num_key_value_heads": 4,
+    },
+    "zamba2-two-blocks-reused-gqa": {
+        "model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 6,
+        "layers_block_type": ["hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
+        "n_mamba_heads": 4, "mamba_d_state": 8, "chunk_size": 4, "num_mem_blocks": 2, "adapter_rank": 4,
+        **_ATTN,
+    },
 }
 
 REAL = [
@@ -193,6 +216,14 @@ def test_real_parameters_and_active_exact(name: str) -> None:
     assert count.active == _active_from_model(model, imported.architecture)
     buffers = sum(b.numel() for n, b in model.named_buffers() if n.endswith("e_score_correction_bias"))
     assert count.buffers == buffers
+
+
+def test_zamba2_class_defaults_exact() -> None:
+    # Zamba2Config's defaults: 54 layers, 9 of them running the one shared block.
+    config = {"model_type": "zamba2"}
+    imported = import_hf_config(config)
+    model = _reference(config, imported, "meta")
+    assert count_parameters(imported.architecture).total == sum(p.numel() for p in model.parameters())
 
 
 def _cache_bytes(cache: Any) -> dict[str, int]:

@@ -216,6 +216,37 @@ class LayerMixer(str, Enum):
     NONE = "none"  # no token mixer (an FFN-only block)
 
 
+class SharedBlocks(BaseModel):
+    """Attention + FFN blocks whose weights several layers share (Zamba2).
+
+    Each layer in ``layers`` runs one of ``count`` shared blocks (round robin) before its own
+    recurrent mixer: attention over ``input_width`` features (Zamba2: the hidden state joined to
+    the original token embeddings, 2 x hidden), then the FFN. The shared weights are stored once
+    per block; each such layer adds its own low-rank adapters (rank ``adapter_rank``) on the FFN's
+    gate/up projection and, with ``attention_adapters``, on q, k and v, and, with
+    ``layer_projection``, a hidden x hidden projection of the block's output.
+    """
+
+    model_config = _FROZEN
+
+    layers: tuple[int, ...] = Field(min_length=1, description="Layers that run a shared block.")
+    count: int = Field(gt=0, description="Distinct shared blocks, used in turn by those layers.")
+    input_width: int = Field(gt=0, description="Features the shared attention reads (q, k, v input).")
+    adapter_rank: int = Field(0, ge=0, description="Rank of each layer's own adapters (0: none).")
+    attention_adapters: bool = Field(
+        False, description="Each layer adds its own low-rank adapters to the shared q, k and v projections."
+    )
+    layer_projection: bool = Field(
+        False,
+        description="Each layer projects the shared block's output with its own hidden x hidden linear.",
+    )
+
+    @property
+    def distinct(self) -> int:
+        """Shared blocks actually built: never more than the layers that use them."""
+        return min(self.count, len(self.layers))
+
+
 class AttentionIndexer(BaseModel):
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2): scores the cached tokens so
     attention reads only the top-k of them; it caches one key of ``head_dim`` per token and layer."""
@@ -322,6 +353,11 @@ class ModelArchitecture(BaseModel):
     indexer: AttentionIndexer | None = Field(
         None, description="Sparse-attention indexer of each attention block (DeepSeek-V3.2)."
     )
+    shared_blocks: SharedBlocks | None = Field(
+        None,
+        description="Attention + FFN blocks shared by several layers (Zamba2); every attention of such "
+        "a model belongs to them.",
+    )
     approximate: str | None = Field(
         None,
         description="Why this architecture is only an approximation (an unknown config read as a "
@@ -365,6 +401,19 @@ class ModelArchitecture(BaseModel):
             )
             if needs_recurrent and self.recurrent is None:
                 raise ValueError("layer_mixers: recurrent layers need the recurrent mixer (recurrent)")
+        if self.shared_blocks is not None:
+            bad = [i for i in self.shared_blocks.layers if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(
+                    f"shared_blocks.layers: layer indices {bad} outside 0..{self.num_layers - 1}"
+                )
+            plain = [
+                i
+                for i in self.shared_blocks.layers
+                if 0 <= i < self.num_layers and not (self.has_attention(i) and self.has_ffn(i))
+            ]
+            if plain:
+                raise ValueError(f"shared_blocks.layers: layers {plain} need attention and an FFN")
         bad = [i for i in self.ffn_free_layers if not 0 <= i < self.num_layers]
         if bad:
             raise ValueError(f"ffn_free_layers: layer indices {bad} outside 0..{self.num_layers - 1}")

@@ -21,6 +21,7 @@ from workbench.catalog.architectures import (  # noqa: F401 - imported to regist
     phi,
     qwen,
     qwen3_5,
+    zamba,
 )
 from workbench.catalog.architectures.registry import READERS, Reader
 
