@@ -74,6 +74,13 @@ TINY: dict[str, dict[str, Any]] = {
         "shared_intermediate_size": 48, "num_local_experts": 0, "attention_bias": True,
         "mamba_proj_bias": True, **_MAMBA2, **_ATTN,
     },
+    # Granite-4.0 Micro's layout: granitemoehybrid with attention everywhere, no experts (top-k 0).
+    "granitemoehybrid-all-attention": {
+        "model_type": "granitemoehybrid", "hidden_size": 64, "num_hidden_layers": 2,
+        "layer_types": ["attention", "attention"], "intermediate_size": 96, "shared_intermediate_size": 80,
+        "num_local_experts": 0, "num_experts_per_tok": 0, "position_embedding_type": "rope", **_MAMBA2,
+        **_ATTN,
+    },
     "falcon_h1": {
         "model_type": "falcon_h1", "hidden_size": 64, "num_hidden_layers": 2, "head_dim": 16,
         "intermediate_size": 96, "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_ssm": 128,
