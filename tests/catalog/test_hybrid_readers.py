@@ -36,8 +36,9 @@ EXACT = {
     "ai21-jamba-1.5-mini": (51_570_323_328, 12_110_311_296),
     "lfm2-1.2b": (1_170_340_608, 1_170_340_608),
     "kimi-linear-48b-a3b-instruct": (49_122_675_072, 3_484_453_248),
-    "qwen3.5-35b-a3b": (34_660_610_688, 3_454_988_928),
-    "qwen3.5-397b-a17b": (396_346_350_336, 17_349_040_896),
+    # With the vision tower (446,571,248 and 456,010,480 parameters), counted in the active ones.
+    "qwen3.5-35b-a3b": (35_107_181_936, 3_901_560_176),
+    "qwen3.5-397b-a17b": (396_802_360_816, 17_805_051_376),
 }
 
 
@@ -178,8 +179,16 @@ def test_kimi_linear_one_based_layer_lists() -> None:
 def test_qwen3_5_wrapper_reads_its_language_model() -> None:
     result = import_hf_config(real("qwen3.5-35b-a3b"))
     arch = result.architecture
-    assert result.reference_class == "Qwen3_5MoeForCausalLM" and result.reference_from_text_config
-    assert any("vision_config" in note for note in result.notes)
+    assert result.reference_class == "Qwen3_5MoeForConditionalGeneration"
+    assert not result.reference_from_text_config
+    # Vision tower, by hand: Conv3d patch embedding (3 x 2 x 16 x 16 -> 1152, biased), 2304 learned
+    # positions, 27 blocks (2 LayerNorms, qkv, proj, fc1 1152 -> 4304, fc2; all biased), and the
+    # merger: LayerNorm, 4608 x 4608 and 4608 -> 2048 (the language model's width), biased.
+    h, inner, merged = 1152, 4304, 4 * 1152
+    block = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inner + inner + h
+    merger = 2 * h + merged * merged + merged + merged * 2048 + 2048
+    vision = 3 * 2 * 16 * 16 * h + h + 2304 * h + 27 * block + merger
+    assert arch.extra_parameters == vision == 446_571_248
     assert any("multi-token-prediction" in note for note in result.notes)
     assert not any("intermediate_size" in note for note in result.notes)
     assert [i for i in range(40) if arch.has_attention(i)] == list(range(3, 40, 4))

@@ -8,6 +8,7 @@ importer then fills them in from the folder's safetensors headers when the weigh
 from __future__ import annotations
 
 from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg
+from workbench.catalog.architectures.qwen3_5 import qwen3_5_vision_parameters
 
 #: Wrapper types whose language model sits in ``text_config``, and the text model_type to use when
 #: the nested config does not say.
@@ -25,7 +26,10 @@ WRAPPER_TIE_DEFAULTS: dict[str, bool] = {
     "qwen3_5_moe": False,
 }
 #: The class a wrapper's count corresponds to when its towers are counted exactly.
-WRAPPER_REFERENCE: dict[str, str] = {"gemma3": "Gemma3ForConditionalGeneration"}
+WRAPPER_REFERENCE: dict[str, str] = {
+    "gemma3": "Gemma3ForConditionalGeneration",
+    "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
+}
 
 TYPE_DEFAULTS["siglip_vision_model"] = {
     "hidden_size": 768,
@@ -66,6 +70,8 @@ def tower_parameters(wrapper: str, c: Cfg, text_hidden: int, notes: list[str]) -
             listed = ", ".join(f"{k}={v}" for k, v in vision.defaulted.items())
             notes.append(f"absent from the config, taken from transformers' SigLIP defaults: {listed}")
         return total
+    if wrapper == "qwen3_5_moe" and c.has("vision_config"):
+        return qwen3_5_vision_parameters(c, notes)
     towers = [k for k in ("vision_config", "audio_config") if c.has(k)]
     notes.append(
         f"{'/'.join(towers) or 'non-text towers'} of {wrapper!r} not counted: the count covers the language "

@@ -2,14 +2,14 @@
 blocks, every block a mixture of experts with a gated shared expert.
 
 The published checkpoints are multimodal (``qwen3_5_moe`` with ``text_config`` and a vision
-tower); this reads the language model (``qwen3_5_moe_text``).
+tower): the language model is read as ``qwen3_5_moe_text``, the vision tower counted here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from workbench.catalog.architectures.config import Cfg, decoder_base
+from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg, decoder_base
 from workbench.catalog.architectures.registry import reads
 from workbench.catalog.architectures.ssm import gated_deltanet_mixer, hybrid_layer_types
 from workbench.core.model import LayerMixer, MoEConfig
@@ -88,3 +88,40 @@ def read_qwen3_5_moe_text(c: Cfg, notes: list[str]) -> dict[str, Any]:
         ),
     )
     return f
+
+
+TYPE_DEFAULTS["qwen3_5_moe_vision"] = {
+    "depth": 27,
+    "hidden_size": 1152,
+    "intermediate_size": 4304,
+    "in_channels": 3,
+    "patch_size": 16,
+    "spatial_merge_size": 2,
+    "temporal_patch_size": 2,
+    "out_hidden_size": 3584,
+    "num_position_embeddings": 2304,
+}
+
+
+def qwen3_5_vision_parameters(c: Cfg, notes: list[str]) -> int:
+    """Parameters of Qwen3.5's vision tower and merger (``Qwen3_5MoeVisionModel``), exactly.
+
+    A biased Conv3d patch embedding (channels x temporal patch x patch x patch per output), a learned
+    position table, ``depth`` pre-norm ViT blocks (LayerNorms with bias, fused biased qkv, biased
+    projection, a plain biased MLP), and the patch merger: a LayerNorm, then two biased linears
+    from the ``spatial_merge_size``^2 merged patches to the language model's width.
+    """
+    vision = c.nested("vision_config", "qwen3_5_moe_vision")
+    h = vision.integer("hidden_size")
+    inner = vision.integer("intermediate_size")
+    patch = vision.integer("patch_size")
+    embed = vision.integer("in_channels") * vision.integer("temporal_patch_size") * patch * patch * h + h
+    embed += vision.integer("num_position_embeddings") * h
+    block = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inner + inner) + (inner * h + h)
+    merged = h * vision.integer("spatial_merge_size") ** 2
+    out = vision.integer("out_hidden_size")
+    merger = 2 * h + merged * merged + merged + merged * out + out
+    if vision.defaulted:
+        listed = ", ".join(f"{k}={v}" for k, v in vision.defaulted.items())
+        notes.append(f"absent from the config, taken from transformers' Qwen3.5 vision defaults: {listed}")
+    return embed + vision.integer("depth") * block + merger
