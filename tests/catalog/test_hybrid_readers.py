@@ -99,13 +99,26 @@ def _nemotron(**extra: Any) -> dict[str, Any]:
     [
         ({"hybrid_override_pattern": "M*X"}, "hybrid_override_pattern"),
         ({"layers_block_type": ["linear_attention", "cross_attention"]}, "cross_attention"),
-        ({"hybrid_override_pattern": "ME", "moe_latent_size": 32}, "moe_latent_size"),
         ({"hybrid_override_pattern": "ME", "mlp_bias": True}, "mlp_bias"),
     ],
 )
 def test_nemotron_refuses_what_it_cannot_read(extra: dict[str, Any], needle: str) -> None:
     with pytest.raises(ModelImportError, match=needle):
         import_hf_config(_nemotron(**extra))
+
+
+def test_nemotron_latent_experts() -> None:
+    # Nemotron-3 Super's latent MoE: routed experts between fc1_latent_proj (hidden -> latent) and
+    # fc2_latent_proj (latent -> hidden); router and shared expert on the hidden state.
+    arch = import_hf_config(_nemotron(
+        hybrid_override_pattern="ME", n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=48,
+        moe_shared_expert_intermediate_size=40, moe_latent_size=16,
+    )).architecture
+    assert arch.moe is not None and arch.moe.latent_size == 16
+    moe = layer_breakdown(arch, 1)
+    expert = 2 * 16 * 48
+    assert moe.experts == 8 * expert + 8 * 64 + 2 * 64 * 40 + 2 * 64 * 16
+    assert moe.active == moe.total - 6 * expert
 
 
 def test_bamba_and_granite_mamba_layers() -> None:

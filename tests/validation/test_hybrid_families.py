@@ -53,6 +53,12 @@ TINY: dict[str, dict[str, Any]] = {
         "use_conv_bias": False, "mlp_bias": True, "mamba_num_heads": 4, "mamba_head_dim": 32,
         "ssm_state_size": 8, "n_groups": 1, "chunk_size": 4, **_ATTN,
     },
+    "nemotron_h-latent-moe": {
+        "model_type": "nemotron_h", "hidden_size": 64, "hybrid_override_pattern": "ME*E", "head_dim": 16,
+        "intermediate_size": 96, "mamba_num_heads": 4, "mamba_head_dim": 16, "ssm_state_size": 8,
+        "n_groups": 2, "n_routed_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 48,
+        "moe_shared_expert_intermediate_size": 40, "moe_latent_size": 16, "chunk_size": 4, **_ATTN,
+    },
     "bamba": {
         "model_type": "bamba", "hidden_size": 64, "num_hidden_layers": 3, "attn_layer_indices": [1],
         "intermediate_size": 96, **_MAMBA2, **_ATTN,

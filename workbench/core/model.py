@@ -79,6 +79,13 @@ class MoEConfig(BaseModel):
     moe_layer_interval: int = Field(
         1, gt=0, description="Every n-th layer (that is not dense) is an MoE layer."
     )
+    latent_size: int | None = Field(
+        None,
+        gt=0,
+        description="Routed experts work in a latent of this width (Nemotron-3 latent MoE): the token is "
+        "projected down to it before the experts and back up after; router and shared experts see the "
+        "full hidden state.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MoEConfig:

@@ -7,6 +7,8 @@ Conventions that a count depends on:
 
 * ``mlp_bias`` on a mixture-of-experts model gives every routed expert its biases and the router
   a bias vector (gpt-oss); shared experts follow ``mlp_bias`` too.
+* ``moe.latent_size``: routed experts are ``latent x expert_intermediate_size`` wide, and each MoE
+  block adds the hidden -> latent and latent -> hidden projections (dense, used by every token).
 * ``moe.router_bias`` is DeepSeek-V3's ``e_score_correction_bias``: transformers registers it as
   a persistent *buffer*, so it is stored in checkpoints but is not a parameter. It is reported in
   :attr:`ParameterCount.buffers`, outside :attr:`ParameterCount.total`.
@@ -73,8 +75,8 @@ def _norm(arch: ModelArchitecture, width: int) -> int:
     return width * 2 if arch.norm_bias else width
 
 
-def _ffn(arch: ModelArchitecture, inner: int) -> int:
-    h = arch.hidden_size
+def _ffn(arch: ModelArchitecture, inner: int, width: int | None = None) -> int:
+    h = width or arch.hidden_size
     if arch.gated_mlp:
         weights, biases = 3 * h * inner, 2 * inner + h
     else:
@@ -135,7 +137,7 @@ def expert_parameters(arch: ModelArchitecture) -> int:
     """Parameters of one routed expert (0 for a dense model)."""
     if arch.moe is None:
         return 0
-    return _ffn(arch, arch.moe.expert_intermediate_size)
+    return _ffn(arch, arch.moe.expert_intermediate_size, arch.moe.latent_size)
 
 
 def _moe_block(arch: ModelArchitecture) -> tuple[int, int]:
@@ -147,7 +149,11 @@ def _moe_block(arch: ModelArchitecture) -> tuple[int, int]:
     router = moe.num_experts * h + (moe.num_experts if arch.mlp_bias else 0)
     shared = _ffn(arch, moe.shared_intermediate) if moe.shared_intermediate else 0
     gate = h if moe.shared_expert_gate else 0
-    total = moe.num_experts * one + router + shared + gate
+    latent = 0
+    if moe.latent_size:
+        # Down- and up-projection between hidden and the experts' latent, used by every token.
+        latent = 2 * h * moe.latent_size + (moe.latent_size + h if arch.mlp_bias else 0)
+    total = moe.num_experts * one + router + shared + gate + latent
     return total, (moe.num_experts - moe.experts_per_token) * one
 
 

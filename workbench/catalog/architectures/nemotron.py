@@ -94,11 +94,6 @@ def read_nemotron_h(c: Cfg, notes: list[str]) -> dict[str, Any]:
         heads["head_dim"] = c.integer("attention_head_dim")
         c.defaulted.pop("head_dim", None)
     mixers = tuple(_MIXERS[t] for t in types)
-    if c.has("moe_latent_size") and "moe" in types:
-        raise c.fail(
-            "moe_latent_size",
-            "is set: latent mixture-of-experts (experts on a projected latent) is not read yet",
-        )
     mlp_bias = c.flag("mlp_bias")
     if mlp_bias and "moe" in types:
         raise c.fail("mlp_bias", "with MoE blocks is not read: Nemotron-H experts carry no biases")
@@ -121,6 +116,8 @@ def read_nemotron_h(c: Cfg, notes: list[str]) -> dict[str, Any]:
             shared_expert_intermediate_size=c.integer("moe_shared_expert_intermediate_size"),
             # NemotronHTopkRouter holds e_score_correction_bias as a buffer, like DeepSeek-V3's.
             router_bias=True,
+            # Nemotron-3 Super: experts on a latent (fc1_latent_proj / fc2_latent_proj around them).
+            latent_size=c.opt_integer("moe_latent_size"),
         )
     recurrent = None
     if LayerMixer.RECURRENT in mixers:
