@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.catalog.architectures.bamba import mamba2_from_keys
 from workbench.catalog.architectures.config import Cfg, decoder_base
 from workbench.catalog.architectures.registry import reads
-from workbench.catalog.architectures.ssm import hybrid_layer_types
+from workbench.catalog.architectures.ssm import hybrid_layer_types, mamba2_from_keys
 from workbench.core.model import LayerMixer, MoEConfig, PositionEmbedding
 
 
