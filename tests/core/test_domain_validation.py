@@ -90,3 +90,21 @@ def test_project_round_trips_through_json_and_refuses_duplicate_names() -> None:
     with pytest.raises(ValidationError) as info:
         Project(scenarios=(s, s))
     assert "two scenarios are named 'a'" in _message(info)
+
+
+def test_shared_blocks_must_sit_on_attention_layers_with_an_ffn() -> None:
+    from workbench.core.model import LayerMixer, RecurrentKind, RecurrentMixer, SharedBlocks
+
+    mixer = RecurrentMixer(kind=RecurrentKind.MAMBA2, projections=((64, 64),), heads=2, head_dim=32,
+                           state_size=8, conv_state_elements=0, ssm_state_elements=0)
+    base = {**LLAMA_8B, "num_layers": 3, "recurrent": mixer,
+            "layer_mixers": (LayerMixer.PARALLEL, LayerMixer.RECURRENT, LayerMixer.PARALLEL),
+            "ffn_free_layers": (1,)}
+    ok = ModelArchitecture(**base, shared_blocks=SharedBlocks(layers=(0, 2), count=1, input_width=8192))
+    assert ok.shared_blocks is not None and ok.shared_blocks.distinct == 1
+    with pytest.raises(ValidationError) as info:
+        ModelArchitecture(**base, shared_blocks=SharedBlocks(layers=(0, 1), count=1, input_width=8192))
+    assert "layers [1] need attention and an FFN" in _message(info)
+    with pytest.raises(ValidationError) as info:
+        ModelArchitecture(**base, shared_blocks=SharedBlocks(layers=(0, 3), count=1, input_width=8192))
+    assert "outside 0..2" in _message(info)

@@ -79,6 +79,13 @@ class MoEConfig(BaseModel):
     moe_layer_interval: int = Field(
         1, gt=0, description="Every n-th layer (that is not dense) is an MoE layer."
     )
+    latent_size: int | None = Field(
+        None,
+        gt=0,
+        description="Routed experts work in a latent of this width (Nemotron-3 latent MoE): the token is "
+        "projected down to it before the experts and back up after; router and shared experts see the "
+        "full hidden state.",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MoEConfig:
@@ -175,7 +182,11 @@ class RecurrentMixer(BaseModel):
     )
     heads: int = Field(gt=0, description="Heads of the recurrence (SSM heads / value heads).")
     head_dim: int = Field(gt=0, description="Value dims per head.")
-    state_size: int = Field(gt=0, description="State dims per head (SSM d_state / key head dims).")
+    state_size: int = Field(
+        ge=0,
+        description="State dims per head (SSM d_state / key head dims); 0 for a mixer that keeps only "
+        "a convolution window (LFM2's short convolution).",
+    )
     groups: int = Field(1, gt=0, description="Groups of shared B/C (Mamba-2) or key heads (DeltaNet).")
     conv_channels: int = Field(0, ge=0, description="Channels of the causal depthwise convolution.")
     conv_kernel: int = Field(0, ge=0, description="Kernel width of the causal convolution.")
@@ -210,6 +221,37 @@ class LayerMixer(str, Enum):
     RECURRENT = "recurrent"  # the model's recurrent mixer
     PARALLEL = "attention+recurrent"  # both, side by side on the same input (Falcon-H1)
     NONE = "none"  # no token mixer (an FFN-only block)
+
+
+class SharedBlocks(BaseModel):
+    """Attention + FFN blocks whose weights several layers share (Zamba2).
+
+    Each layer in ``layers`` runs one of ``count`` shared blocks (round robin) before its own
+    recurrent mixer: attention over ``input_width`` features (Zamba2: the hidden state joined to
+    the original token embeddings, 2 x hidden), then the FFN. The shared weights are stored once
+    per block; each such layer adds its own low-rank adapters (rank ``adapter_rank``) on the FFN's
+    gate/up projection and, with ``attention_adapters``, on q, k and v, and, with
+    ``layer_projection``, a hidden x hidden projection of the block's output.
+    """
+
+    model_config = _FROZEN
+
+    layers: tuple[int, ...] = Field(min_length=1, description="Layers that run a shared block.")
+    count: int = Field(gt=0, description="Distinct shared blocks, used in turn by those layers.")
+    input_width: int = Field(gt=0, description="Features the shared attention reads (q, k, v input).")
+    adapter_rank: int = Field(0, ge=0, description="Rank of each layer's own adapters (0: none).")
+    attention_adapters: bool = Field(
+        False, description="Each layer adds its own low-rank adapters to the shared q, k and v projections."
+    )
+    layer_projection: bool = Field(
+        False,
+        description="Each layer projects the shared block's output with its own hidden x hidden linear.",
+    )
+
+    @property
+    def distinct(self) -> int:
+        """Shared blocks actually built: never more than the layers that use them."""
+        return min(self.count, len(self.layers))
 
 
 class AttentionIndexer(BaseModel):
@@ -433,6 +475,11 @@ class ModelArchitecture(BaseModel):
     indexer: AttentionIndexer | None = Field(
         None, description="Sparse-attention indexer of each attention block (DeepSeek-V3.2)."
     )
+    shared_blocks: SharedBlocks | None = Field(
+        None,
+        description="Attention + FFN blocks shared by several layers (Zamba2); every attention of such "
+        "a model belongs to them.",
+    )
     approximate: str | None = Field(
         None,
         description="Why this architecture is only an approximation (an unknown config read as a "
@@ -476,6 +523,19 @@ class ModelArchitecture(BaseModel):
             )
             if needs_recurrent and self.recurrent is None:
                 raise ValueError("layer_mixers: recurrent layers need the recurrent mixer (recurrent)")
+        if self.shared_blocks is not None:
+            bad = [i for i in self.shared_blocks.layers if not 0 <= i < self.num_layers]
+            if bad:
+                raise ValueError(
+                    f"shared_blocks.layers: layer indices {bad} outside 0..{self.num_layers - 1}"
+                )
+            plain = [
+                i
+                for i in self.shared_blocks.layers
+                if 0 <= i < self.num_layers and not (self.has_attention(i) and self.has_ffn(i))
+            ]
+            if plain:
+                raise ValueError(f"shared_blocks.layers: layers {plain} need attention and an FFN")
         bad = [i for i in self.ffn_free_layers if not 0 <= i < self.num_layers]
         if bad:
             raise ValueError(f"ffn_free_layers: layer indices {bad} outside 0..{self.num_layers - 1}")

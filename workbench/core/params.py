@@ -7,6 +7,8 @@ Conventions that a count depends on:
 
 * ``mlp_bias`` on a mixture-of-experts model gives every routed expert its biases and the router
   a bias vector (gpt-oss); shared experts follow ``mlp_bias`` too.
+* ``moe.latent_size``: routed experts are ``latent x expert_intermediate_size`` wide, and each MoE
+  block adds the hidden -> latent and latent -> hidden projections (dense, used by every token).
 * ``moe.router_bias`` is DeepSeek-V3's ``e_score_correction_bias``: transformers registers it as
   a persistent *buffer*, so it is stored in checkpoints but is not a parameter. It is reported in
   :attr:`ParameterCount.buffers`, outside :attr:`ParameterCount.total`.
@@ -23,6 +25,10 @@ Conventions that a count depends on:
 * Hybrid models: a block has attention only when ``layer_mixers`` says so, a recurrent mixer
   (``recurrent``, whose exact size the family reader gives) when it says so, and no FFN when it is
   in ``ffn_free_layers``; a block with a single part carries ``single_part_norms`` norms.
+* ``shared_blocks`` (Zamba2): the attention + FFN of the listed layers belong to ``count`` blocks
+  stored once each (q, k and v read ``input_width`` features); each listed layer adds its own
+  adapters and projection. :func:`layer_breakdown` gives what a layer computes with (the shared
+  block in full); :func:`count_parameters` keeps one copy of each block.
 * ``attention_sinks`` adds one logit per head, ``attention_output_gate`` doubles ``q_proj``,
   ``qk_norm_full_width`` norms span all heads, and an ``indexer`` (DeepSeek-V3.2) adds its query
   up-projection from the query latent, its key projection with a LayerNorm, and a per-head weight
@@ -71,8 +77,8 @@ def _norm(arch: ModelArchitecture, width: int) -> int:
     return width * 2 if arch.norm_bias else width
 
 
-def _ffn(arch: ModelArchitecture, inner: int) -> int:
-    h = arch.hidden_size
+def _ffn(arch: ModelArchitecture, inner: int, width: int | None = None) -> int:
+    h = width or arch.hidden_size
     if arch.gated_mlp:
         weights, biases = 3 * h * inner, 2 * inner + h
     else:
@@ -102,7 +108,9 @@ def attention_parameters(arch: ModelArchitecture) -> tuple[int, int]:
     q_width = heads * arch.head_dim
     kv_width = arch.num_kv_heads * arch.head_dim
     q_out = 2 * q_width if arch.attention_output_gate else q_width
-    proj = h * (q_out + 2 * kv_width) + q_width * h + out_bias
+    # Shared blocks (Zamba2) read a wider input (hidden joined to the embeddings) into q, k and v.
+    q_in = arch.shared_blocks.input_width if arch.shared_blocks is not None else h
+    proj = q_in * (q_out + 2 * kv_width) + q_width * h + out_bias
     if arch.attention_bias:
         proj += q_out + 2 * kv_width
     if arch.attention_sinks:
@@ -131,7 +139,7 @@ def expert_parameters(arch: ModelArchitecture) -> int:
     """Parameters of one routed expert (0 for a dense model)."""
     if arch.moe is None:
         return 0
-    return _ffn(arch, arch.moe.expert_intermediate_size)
+    return _ffn(arch, arch.moe.expert_intermediate_size, arch.moe.latent_size)
 
 
 def _moe_block(arch: ModelArchitecture) -> tuple[int, int]:
@@ -143,8 +151,35 @@ def _moe_block(arch: ModelArchitecture) -> tuple[int, int]:
     router = moe.num_experts * h + (moe.num_experts if arch.mlp_bias else 0)
     shared = _ffn(arch, moe.shared_intermediate) if moe.shared_intermediate else 0
     gate = h if moe.shared_expert_gate else 0
-    total = moe.num_experts * one + router + shared + gate
+    latent = 0
+    if moe.latent_size:
+        # Down- and up-projection between hidden and the experts' latent, used by every token.
+        latent = 2 * h * moe.latent_size + (moe.latent_size + h if arch.mlp_bias else 0)
+    total = moe.num_experts * one + router + shared + gate + latent
     return total, (moe.num_experts - moe.experts_per_token) * one
+
+
+def shared_block_parameters(arch: ModelArchitecture) -> tuple[int, int, int]:
+    """(attention, FFN, norm) parameters of one shared block (Zamba2), stored once per block:
+    its attention, its FFN, a norm of the attention input width and one of the hidden width."""
+    sb = arch.shared_blocks
+    if sb is None:
+        return 0, 0, 0
+    proj, qk_norms = attention_parameters(arch)
+    norms = qk_norms + _norm(arch, sb.input_width) + _norm(arch, arch.hidden_size)
+    return proj, _ffn(arch, arch.intermediate_size), norms
+
+
+def _shared_layer_own(arch: ModelArchitecture) -> tuple[int, int]:
+    """(attention-side, FFN-side) parameters each shared-block layer holds for itself: its q/k/v
+    adapters and output projection, and its FFN gate/up adapter."""
+    sb = arch.shared_blocks
+    assert sb is not None
+    h, r = arch.hidden_size, sb.adapter_rank
+    attention = 3 * 2 * sb.input_width * r if sb.attention_adapters else 0
+    attention += h * h if sb.layer_projection else 0
+    gate_up = 2 * arch.intermediate_size if arch.gated_mlp else arch.intermediate_size
+    return attention, h * r + r * gate_up
 
 
 def _relative_bias(arch: ModelArchitecture) -> int:
@@ -200,6 +235,14 @@ def layer_breakdown(arch: ModelArchitecture, index: int) -> LayerParameters:
         norms = (arch.norms_per_layer + 1) * _norm(arch, arch.hidden_size) + qk_norms
     if index in (0, arch.num_layers):
         proj += _relative_bias(arch)
+    if arch.shared_blocks is not None and index in arch.shared_blocks.layers:
+        # The layer runs a shared block (counted here in full: what the layer computes with; the
+        # model total counts each block once) plus its own adapters and projection, and its own
+        # mixer with that mixer's norm.
+        attn, ffn, shared_norms = shared_block_parameters(arch)
+        own_attention, own_ffn = _shared_layer_own(arch)
+        norms = arch.single_part_norms * _norm(arch, arch.hidden_size) + shared_norms
+        return LayerParameters(attn + own_attention, ffn + own_ffn, 0, norms, 0, 0, recurrent)
     if arch.is_moe_layer(index):
         moe_total, inactive = _moe_block(arch)
         buffers = arch.moe.num_experts if arch.moe and arch.moe.router_bias else 0
@@ -267,6 +310,7 @@ def count_parameters(arch: ModelArchitecture) -> ParameterCount:
             index in (0, arch.num_layers),
             arch.mixer(index),
             arch.has_ffn(index),
+            arch.shared_blocks is not None and index in arch.shared_blocks.layers,
         )
         layer = cache.get(key)
         if layer is None:
@@ -278,6 +322,13 @@ def count_parameters(arch: ModelArchitecture) -> ParameterCount:
         norms += layer.norms
         inactive += layer.inactive
         buffers += layer.buffers
+    if arch.shared_blocks is not None:
+        # Layers share their blocks' weights: keep one copy per distinct block.
+        repeats = len(arch.shared_blocks.layers) - arch.shared_blocks.distinct
+        shared_attention, shared_ffn, shared_norms = shared_block_parameters(arch)
+        attention -= repeats * shared_attention
+        mlp -= repeats * shared_ffn
+        norms -= repeats * shared_norms
     norms += emb_norm + final_norm_parameters(arch)
     lm_head = lm_head_parameters(arch)
     h = arch.hidden_size

@@ -6,13 +6,22 @@ entry point that uses them.
 """
 
 from workbench.catalog.architectures import (  # noqa: F401 - imported to register their readers
+    bamba,
     deepseek,
     encoders,
+    falcon_h1,
     gemma,
     gpt,
+    granite_hybrid,
+    jamba,
+    kimi,
+    lfm2,
     llama,
+    nemotron,
     phi,
     qwen,
+    qwen3_5,
+    zamba,
 )
 from workbench.catalog.architectures.registry import READERS, Reader
 

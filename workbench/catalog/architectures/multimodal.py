@@ -9,6 +9,7 @@ the folder's safetensors headers when the weights are there).
 from __future__ import annotations
 
 from workbench.catalog.architectures.config import TYPE_DEFAULTS, Cfg
+from workbench.catalog.architectures.qwen3_5 import qwen3_5_vision_parameters
 
 #: Wrapper types whose language model sits in ``text_config``, and the text model_type to use when
 #: the nested config does not say.
@@ -19,6 +20,7 @@ WRAPPERS: dict[str, str] = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
 #: Wrappers whose published configs keep the language model's keys at the top level (transformers
 #: builds ``text_config`` from them when the file has none).
@@ -31,6 +33,7 @@ WRAPPER_TIE_DEFAULTS: dict[str, bool] = {
     "qwen2_5_vl": False,
     "qwen3_vl": False,
     "qwen3_vl_moe": False,
+    "qwen3_5_moe": False,
 }
 #: The class a wrapper's count corresponds to when its towers are counted exactly.
 WRAPPER_REFERENCE: dict[str, str] = {
@@ -40,6 +43,7 @@ WRAPPER_REFERENCE: dict[str, str] = {
     "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
     "qwen3_vl": "Qwen3VLForConditionalGeneration",
     "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
+    "qwen3_5_moe": "Qwen3_5MoeForConditionalGeneration",
 }
 
 TYPE_DEFAULTS["siglip_vision_model"] = {
@@ -81,6 +85,8 @@ def tower_parameters(wrapper: str, c: Cfg, text_hidden: int, notes: list[str]) -
             listed = ", ".join(f"{k}={v}" for k, v in vision.defaulted.items())
             notes.append(f"absent from the config, taken from transformers' SigLIP defaults: {listed}")
         return total
+    if wrapper == "qwen3_5_moe" and c.has("vision_config"):
+        return qwen3_5_vision_parameters(c, notes)
     towers = [k for k in ("vision_config", "audio_config") if c.has(k)]
     notes.append(
         f"{'/'.join(towers) or 'non-text towers'} of {wrapper!r} not counted: the count covers the language "
