@@ -70,10 +70,11 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
         (b'{"a": ' * 200 + b"1" + b"}" * 200, f"nested more than {MAX_JSON_DEPTH} levels"),
         (b'{"num_hidden_layers": ' + b"9" * 5000 + b"}", "5,000 digits"),
         (b'{"num_hidden_layers": -' + b"9" * 30 + b"}", "30 digits"),
-        (b'{"model_type": "llama", "rope_theta": NaN}', "NaN is not a JSON number"),
-        (b'{"model_type": "llama", "rope_theta": Infinity}', "Infinity is not a JSON number"),
-        (b'{"model_type": "llama", "rope_theta": -Infinity}', "-Infinity is not a JSON number"),
-        (b'{"model_type": "llama", "rope_theta": 1e999}', "out of range"),
+        (b'{"model_type": "llama", "rope_theta": NaN}', "NaN is not a number"),
+        # Infinity parses (Python's json writes it, so real configs hold it), but never as a size:
+        (b'{"model_type": "llama", "num_hidden_layers": Infinity}', "must be a finite number"),
+        (b'{"model_type": "llama", "hidden_size": -Infinity}', "must be a finite number"),
+        (b'{"model_type": "llama", "vocab_size": 1e999}', "must be a finite number"),
         (b'{"model_type": "llama",', "not valid JSON"),
         (b"", "not valid JSON"),
         (b'["llama"]', "must be a JSON object"),
@@ -83,6 +84,16 @@ def test_malformed_json_is_one_line(tmp_path: Path, raw: bytes, needle: str) -> 
     path = tmp_path / "config.json"
     path.write_bytes(raw)
     _refused(path, str(path), needle)
+
+
+def test_infinity_where_a_real_config_has_it_is_read(tmp_path: Path) -> None:
+    """Nemotron-H's published config.json holds ``"time_step_limit": [0.0, Infinity]`` (Python's json
+    writes float('inf') so): a bound, not a size, and the config imports."""
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, '
+                     b'"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100, '
+                     b'"time_step_limit": [0.0, Infinity]}')
+    assert import_hf_path(path).architecture.num_layers == 2
 
 
 @pytest.mark.parametrize(
@@ -96,7 +107,8 @@ def test_malformed_json_is_one_line(tmp_path: Path, raw: bytes, needle: str) -> 
         ({"max_position_embeddings": 10**30}, "'max_position_embeddings'"),
         ({"rope_scaling": {"factor": 8.0, "original_max_position_embeddings": 10**40}}, "133 bits"),
         ({"num_hidden_layers": float("inf")}, "finite"),
-        ({"rope_theta": float("nan")}, "'rope_theta' must be a finite number"),
+        ({"rope_theta": float("nan")}, "'rope_theta' is NaN"),
+        ({"rope_theta": float("inf")}, "'rope_theta' must be a positive finite number"),
         ({"num_hidden_layers": 10**5000}, "16,610 bits"),
     ],
 )

@@ -8,7 +8,9 @@ A model folder comes from anywhere, so every read is bounded before it starts:
   real ones are a few KiB) and never more than the limit plus one byte is read;
 * the JSON must be UTF-8, nested at most ``MAX_JSON_DEPTH`` levels, hold no integer longer than
   ``MAX_INT_DIGITS`` digits (Python refuses to parse more than 4,300 with a ValueError) and no
-  ``NaN``/``Infinity`` literal (Python's json accepts them; JSON does not);
+  ``NaN``. ``Infinity`` is accepted as Python's json (and so transformers' ``save_pretrained``)
+  writes it: real configs carry it where it is a bound, not a size (Nemotron-H's
+  ``time_step_limit: [0.0, Infinity]``); a non-finite value in a size or count is refused;
 * a config's sizes and counts must be below :data:`COUNT_LIMITS`, far above any real model, so
   that a config with 10^9 layers is refused in one line instead of building per-layer lists.
 
@@ -166,14 +168,13 @@ def _int(text: str) -> int:
 
 
 def _float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(f"the number {text[:30]} is out of range")
-    return value
+    return float(text)  # 1e999 is infinity, as the Infinity literal: refused where it is a size
 
 
 def _constant(text: str) -> Any:
-    raise _Refused(f"{text} is not a JSON number")
+    if text == "NaN":
+        raise _Refused("NaN is not a number")
+    return float(text)  # Infinity / -Infinity, as Python's json.dump writes them
 
 
 def parse_json(raw: bytes, where: str) -> Any:
@@ -248,9 +249,11 @@ def _check_number(value: float, name: str, where: str) -> None:
     name = printable(name)
     if isinstance(value, int) and value.bit_length() > 63:
         raise ModelImportError(f"{where}: '{name}' is an integer of {value.bit_length():,} bits (at most 63)")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ModelImportError(f"{where}: '{name}' must be a finite number, got {value}")
     limit = COUNT_LIMITS.get(name.rsplit(".", 1)[-1])
+    if isinstance(value, float) and math.isnan(value):
+        raise ModelImportError(f"{where}: '{name}' is NaN, not a number")
+    if isinstance(value, float) and math.isinf(value) and limit is not None:
+        raise ModelImportError(f"{where}: '{name}' must be a finite number, got {value}")
     if limit is not None and value > limit[0]:
         shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
         raise ModelImportError(f"{where}: '{name}' = {shown} is above the limit of {limit[0]:,} {limit[1]}")

@@ -9,6 +9,7 @@ every size key it had to take from them, so the importer can say so.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -138,8 +139,8 @@ class Cfg:
         key, value = self.raw(*keys, default=None)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            raise self.fail(key, f"must be a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+            raise self.fail(key, f"must be a positive finite number, got {value!r}")
         return float(value)
 
     def probability(self, *keys: str) -> float:
