@@ -11,8 +11,10 @@ from workbench.catalog.architectures import (  # noqa: F401 - imported to regist
     gemma,
     gpt,
     llama,
+    mamba,
     phi,
     qwen,
+    qwen_next,
 )
 from workbench.catalog.architectures.registry import READERS, Reader
 

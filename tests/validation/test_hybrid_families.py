@@ -1,0 +1,83 @@
+"""Recurrent and hybrid families (Mamba-2, Qwen3-Next) against transformers 5 on CPU.
+
+* parameters: the transformers model built on the meta device from the config;
+* the cache after a prefill: a real tiny model run with ``use_cache=True``, the bytes of every
+  tensor its cache holds (KV of attention layers, conv and recurrent state of the others);
+* FLOPs: ``torch.utils.flop_counter.FlopCounterMode`` over the CPU torch path of the same model.
+
+The configs are small synthetic ones (Mamba-2 has no published config in tests/data; the real
+Qwen3-Next-80B config is checked for its count in test_param_counts_vs_transformers.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workbench.catalog.hf_config import import_hf_config
+from workbench.core.model import ModelArchitecture
+from workbench.core.params import count_parameters, expert_parameters
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.validation
+
+_IDS = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+QWEN_NEXT = _IDS | {
+    "model_type": "qwen3_next", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+    "linear_value_head_dim": 12, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 48,
+}  # fmt: skip
+MAMBA2 = _IDS | {
+    "model_type": "mamba2", "hidden_size": 64, "num_heads": 8, "head_dim": 16, "n_groups": 2,
+    "state_size": 16, "num_hidden_layers": 3, "vocab_size": 100, "expand": 2, "chunk_size": 8,
+}  # fmt: skip
+CONFIGS: dict[str, dict[str, Any]] = {
+    "mamba2": MAMBA2,
+    "mamba2-biases-tied": MAMBA2 | {"use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True,
+                                    "n_groups": 1, "conv_kernel": 3},
+    "qwen3-next": QWEN_NEXT,
+    "qwen3-next-dense-layer-biases": QWEN_NEXT | {"mlp_only_layers": [1], "attention_bias": True,
+                                                  "full_attention_interval": 2},
+    "qwen3-next-layer-types": QWEN_NEXT | {"layer_types": ["full_attention", "linear_attention",
+                                                           "linear_attention", "full_attention"],
+                                           "decoder_sparse_step": 2},
+}  # fmt: skip
+
+
+def architecture(name: str) -> ModelArchitecture:
+    return import_hf_config(CONFIGS[name], name=name).architecture
+
+
+def hf_model(name: str, device: str = "meta") -> Any:
+    config = CONFIGS[name]
+    conf = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(config)
+    cls = getattr(transformers, import_hf_config(config, name=name).reference_class)
+    with torch.device(device):
+        return cls(conf)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_parameters_match_transformers(name: str) -> None:
+    model = hf_model(name)
+    assert count_parameters(architecture(name)).total == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", ["qwen3-next", "qwen3-next-dense-layer-biases", "qwen3-next-layer-types"])
+def test_qwen3_next_active_parameters_by_hand(name: str) -> None:
+    """Active = total minus the routed experts a token skips: (experts - top-k) x 3 x hidden x
+    moe_intermediate in every MoE block (Qwen3NextSparseMoeBlock)."""
+    config = CONFIGS[name]
+    arch = architecture(name)
+    n = config["num_hidden_layers"]
+    step = config.get("decoder_sparse_step", 1)
+    moe_layers = [i for i in range(n) if i not in config.get("mlp_only_layers", []) and (i + 1) % step == 0]
+    one_expert = 3 * config["hidden_size"] * config["moe_intermediate_size"]
+    assert expert_parameters(arch) == one_expert
+    skipped = len(moe_layers) * (config["num_experts"] - config["num_experts_per_tok"]) * one_expert
+    count = count_parameters(arch)
+    assert count.active == count.total - skipped
