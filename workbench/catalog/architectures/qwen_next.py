@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.catalog.architectures.config import Cfg
-from workbench.catalog.architectures.qwen import _qwen_moe, qwen_window
 from workbench.catalog.architectures.llama import read_llama
+from workbench.catalog.architectures.qwen import _qwen_moe, qwen_window
 from workbench.catalog.architectures.registry import reads
 from workbench.core.model import LayerMixer, RecurrentKind, RecurrentMixer
 
