@@ -14,10 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from engine_fixtures import GPU, NODE
+from workbench_memory.kv_cache import KvCacheEstimator
 
 from workbench.catalog.hf_config import import_hf_config
+from workbench.core import Cluster, Scenario
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters, expert_parameters
+from workbench.core.resolved import ResolvedScenario
+from workbench.engine.estimate import Estimate
+from workbench.engine.pipeline import Engine
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -81,3 +87,57 @@ def test_qwen3_next_active_parameters_by_hand(name: str) -> None:
     skipped = len(moe_layers) * (config["num_experts"] - config["num_experts_per_tok"]) * one_expert
     count = count_parameters(arch)
     assert count.active == count.total - skipped
+
+
+# --- the cache after a prefill ------------------------------------------------------------------
+
+
+def ours(arch: ModelArchitecture, estimators: list[Any], **fields: Any) -> Estimate:
+    scenario = Scenario(model=arch.name, gpu=GPU.id, **fields)
+    cluster = Cluster(accelerator=GPU, node=NODE, num_gpus=scenario.num_gpus)
+    est = Engine(estimators).run(ResolvedScenario(scenario, arch, cluster))
+    assert not est.failures, est.failures
+    return est
+
+
+def cache_bytes(cache: Any) -> tuple[int, int]:
+    """(KV bytes, recurrent-state bytes) of every tensor a transformers cache holds."""
+    kv = state = 0
+    for layer in cache.layers:
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor) and t.numel():
+                kv += t.numel() * t.element_size()
+        for name in ("conv_states", "recurrent_states"):
+            for t in (getattr(layer, name, None) or {}).values():
+                if isinstance(t, torch.Tensor):
+                    state += t.numel() * t.element_size()
+    return kv, state
+
+
+@pytest.mark.parametrize(
+    ("name", "batch", "tokens"),
+    [("mamba2", 2, 13), ("mamba2-biases-tied", 3, 2), ("qwen3-next", 2, 13), ("qwen3-next-layer-types", 1, 70)],
+)
+def test_cache_after_prefill_matches_transformers(name: str, batch: int, tokens: int) -> None:
+    """A real tiny model (fp32, CPU torch path) prefills ``tokens`` tokens with ``use_cache=True``;
+    its cache's KV tensors (attention layers) and conv + recurrent states (the others) must equal
+    ``kv_cache.bytes`` and ``recurrent_state.bytes`` to the byte (contiguous KV, nothing generated)."""
+    torch.manual_seed(0)
+    model = hf_model(name, "cpu").eval()
+    with torch.no_grad():
+        out = model(torch.randint(1, 90, (batch, tokens)), use_cache=True)
+    kv, state = cache_bytes(out.cache)
+    est = ours(
+        architecture(name),
+        [KvCacheEstimator()],
+        batch_size=batch,
+        seq_len=tokens,
+        gen_len=0,
+        dtype="fp32",
+        serving={"paged_kv": False},
+    )
+    assert state > 0
+    assert est.values["kv_cache.bytes"].value == kv
+    assert est.values["recurrent_state.bytes"].value == state
+    assert est.values["recurrent_state.bytes_per_sequence"].value * batch == state
