@@ -28,6 +28,8 @@ from workbench.engine.pipeline import Engine
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from torch.utils.flop_counter import conv_backward_flop, conv_flop_count  # noqa: E402
+
 pytestmark = pytest.mark.validation
 
 _IDS = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
@@ -141,3 +143,65 @@ def test_cache_after_prefill_matches_transformers(name: str, batch: int, tokens:
     assert est.values["kv_cache.bytes"].value == kv
     assert est.values["recurrent_state.bytes"].value == state
     assert est.values["recurrent_state.bytes_per_sequence"].value * batch == state
+
+
+# --- FLOPs --------------------------------------------------------------------------------------
+
+
+def _conv_backward(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation, transposed,
+                   _output_padding, groups, output_mask, out_shape, **kwargs):  # fmt: skip
+    """torch's ``conv_backward_flop`` (torch/utils/flop_counter.py), made aware of ``groups``.
+
+    torch 2.13 computes a convolution's weight gradient as the convolution of the input with the
+    output gradient with the channels as batch, ignoring ``groups``: for the depthwise convolutions
+    of Mamba-2 and Gated DeltaNet (groups = channels) it counts the weight gradient ``channels``
+    times over. Each output element's weight gradient is one multiply-accumulate per weight it
+    used, exactly the forward's count, which is what this returns (the input gradient is left to
+    torch's formula, which is right for any ``groups`` since the weight shape carries them).
+    """
+    if groups == 1:
+        return conv_backward_flop(grad_out_shape, x_shape, w_shape, _bias, _stride, _padding, _dilation,
+                                  transposed, _output_padding, groups, output_mask, out_shape)  # fmt: skip
+    flops = 0
+    if output_mask[0]:
+        flops += conv_flop_count(grad_out_shape, w_shape, out_shape[0], not transposed)
+    if output_mask[1]:
+        flops += conv_flop_count(x_shape, w_shape, grad_out_shape, transposed)
+    return flops
+
+
+def torch_flops(name: str, batch: int, tokens: int) -> tuple[int, int]:
+    """FlopCounterMode over the CPU torch path (eager attention, experts looped as transformers' eager
+    experts implementation runs them): (forward, forward + backward of a summed loss)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    config = CONFIGS[name]
+    conf = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(config)
+    conf._attn_implementation = "eager"
+    conf._experts_implementation = "eager"
+    cls = getattr(transformers, import_hf_config(config, name=name).reference_class)
+    model = cls(conf).train()
+    ids = torch.randint(1, 90, (batch, tokens))
+    mapping = {torch.ops.aten.convolution_backward: _conv_backward}
+    with FlopCounterMode(display=False, custom_mapping=mapping) as forward:
+        out = model(ids, use_cache=False)
+    with FlopCounterMode(display=False, custom_mapping=mapping) as backward:
+        out.logits.float().sum().backward()
+    return forward.get_total_flops(), forward.get_total_flops() + backward.get_total_flops()
+
+
+FLOP_CASES = [("mamba2", 2, 37), ("mamba2-biases-tied", 1, 16), ("qwen3-next", 2, 20), ("qwen3-next", 1, 70),
+              ("qwen3-next-dense-layer-biases", 2, 64)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "batch", "tokens"), FLOP_CASES)
+def test_forward_and_training_flops_match_flop_counter(name: str, batch: int, tokens: int) -> None:
+    """Forward (every position through the head) and one training step within 1% of what PyTorch
+    executes; sequences that are not whole chunks included (the scans pad to whole chunks)."""
+    from workbench_compute import ComputeEstimator
+
+    est = ours(architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain")
+    forward, step = torch_flops(name, batch, tokens)
+    assert est.values["flops.forward"].value == pytest.approx(forward, rel=0.01)
+    assert est.values["flops.training_step"].value == pytest.approx(step, rel=0.01)
