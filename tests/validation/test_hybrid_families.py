@@ -205,3 +205,75 @@ def test_forward_and_training_flops_match_flop_counter(name: str, batch: int, to
     forward, step = torch_flops(name, batch, tokens)
     assert est.values["flops.forward"].value == pytest.approx(forward, rel=0.01)
     assert est.values["flops.training_step"].value == pytest.approx(step, rel=0.01)
+
+
+# --- activations saved for backward -------------------------------------------------------------
+
+ACT_CONFIGS: dict[str, dict[str, Any]] = {
+    "mamba2": {"model_type": "mamba2", "hidden_size": 256, "num_heads": 8, "head_dim": 64, "n_groups": 2,
+               "state_size": 32, "num_hidden_layers": 2, "vocab_size": 1000, "expand": 2, "chunk_size": 64},
+    "qwen3-next": {"model_type": "qwen3_next", "hidden_size": 256, "intermediate_size": 512,
+                   "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32,
+                   "vocab_size": 1000, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                   "linear_key_head_dim": 32, "linear_value_head_dim": 48, "num_experts": 4,
+                   "num_experts_per_tok": 2, "moe_intermediate_size": 64, "shared_expert_intermediate_size": 96,
+                   "max_position_embeddings": 1024,
+                   # the largest kind of block last: backward rebuilds it under checkpointing
+                   "layer_types": ["linear_attention", "full_attention", "linear_attention", "linear_attention"]},
+}  # fmt: skip
+#: (family, dtype, tokens, attention kernel, gradient checkpointing). 200 tokens are not whole chunks
+#: (the scans pad to 256); Mamba-2 has no attention, so only transformers' "eager" setting applies.
+ACT_CASES = [
+    ("mamba2", "float32", 256, "eager", False),
+    ("mamba2", "bfloat16", 200, "eager", False),
+    ("mamba2", "bfloat16", 200, "eager", True),
+    ("qwen3-next", "bfloat16", 200, "sdpa", False),
+    ("qwen3-next", "bfloat16", 200, "eager", False),
+    ("qwen3-next", "bfloat16", 200, "sdpa", True),
+    ("qwen3-next", "bfloat16", 200, "eager", True),
+]
+
+
+def saved_bytes(family: str, dtype: str, tokens: int, attention: str, checkpointing: bool) -> tuple[int, int]:
+    """(bytes held for backward after forward + loss, bytes first saved inside the last block)."""
+    import warnings
+
+    from saved_tensors_probe import saved_activation_bytes
+
+    config = ACT_CONFIGS[family] | {"use_cache": False}
+    conf = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(config)
+    conf._attn_implementation = attention
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(conf).to(getattr(torch, dtype)).train()
+    if checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ids = torch.randint(0, 1000, (2, tokens), generator=torch.Generator().manual_seed(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        saved = saved_activation_bytes(model, ids, block=model.base_model.layers[-1])
+    return saved.bytes, saved.block_bytes
+
+
+@pytest.mark.parametrize(("family", "dtype", "tokens", "attention", "checkpointing"), ACT_CASES)
+def test_activations_match_saved_tensors(
+    family: str, dtype: str, tokens: int, attention: str, checkpointing: bool
+) -> None:
+    """What one forward + loss keeps for backward (``saved_tensors_hooks``, unique storages, weights
+    left out) within 2%: everything without checkpointing; with it, what is held from forward to
+    backward (``kept``), and ``total`` against that plus the last block measured without it (the
+    block backward rebuilds: the largest kind, which the configs put last)."""
+    from workbench_memory.activations import activation_memory
+
+    arch = import_hf_config(ACT_CONFIGS[family], name=family).architecture
+    scenario = Scenario(model=family, gpu="cpu", dtype="fp32" if dtype == "float32" else "bf16",
+                        batch_size=2, seq_len=tokens, attention=attention,
+                        recompute="full" if checkpointing else "none", workload="pretrain")  # fmt: skip
+    est = activation_memory(arch, scenario, micro_batch=2, seq_len=tokens, tp=1, sequence_parallel=False,
+                            layers=arch.num_layers, first_stage=True, last_stage=True)  # fmt: skip
+    held, _ = saved_bytes(family, dtype, tokens, attention, checkpointing)
+    if not checkpointing:
+        assert est.total == pytest.approx(held, rel=0.02)
+        return
+    _, block = saved_bytes(family, dtype, tokens, attention, False)
+    assert est.kept == pytest.approx(held, rel=0.02)
+    assert est.total == pytest.approx(held + block, rel=0.02)
