@@ -11,7 +11,8 @@ element-wise work not counted):
   ``c = ceil(tokens / chunk)`` chunks of ``Q``: per head ``C B^T`` and ``M x`` within each chunk
   (``2 c Q^2 (n + p)``), the chunk states ``B^T x`` and their read-out ``C h`` (``4 c Q p n``),
   and the inter-chunk recurrence over ``c + 1`` states (``2 (c + 1)^2 p n``);
-* **Gated DeltaNet**, ``torch_chunk_gated_delta_rule`` on chunks of 64: per value head and chunk
+* **Gated DeltaNet** (and Kimi Delta Attention, the same chunked rule with per-channel decays),
+  ``torch_chunk_gated_delta_rule`` on chunks of 64: per value head and chunk
   ``k_beta K^T`` and ``Q K^T`` (``4 Q^2 d_k``), the intra-chunk output (``2 Q^2 d_v``) and three
   products with the ``d_k x d_v`` state (``6 Q d_k d_v``). Its two triangular solves are not
   matrix products and the counter does not count them (about ``Q^2 (d_k + d_v)`` per head and
@@ -62,17 +63,19 @@ def scan_flops(m: RecurrentMixer, tokens: float) -> float:
     h, p, n = m.heads, m.head_dim, m.state_size
     if m.kind is RecurrentKind.MAMBA2:
         scan = 2.0 * c * q * q * h * (n + p) + 4.0 * c * q * h * p * n + 2.0 * h * (c + 1) ** 2 * p * n
-    elif m.kind is RecurrentKind.GATED_DELTANET:
+    elif m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
         scan = c * h * (4.0 * q * q * n + 2.0 * q * q * p + 6.0 * q * n * p)
     else:
-        scan = 0.0  # kinds whose kernels are not modelled yet count their projections and conv only
+        # Mamba-1's selective scan and short convolutions run element-wise (no matrix products):
+        # their projections and convolution are what is counted.
+        scan = 0.0
     return _conv(m, tokens) + scan
 
 
 def scan_backward_flops(m: RecurrentMixer, tokens: float) -> float:
     """Backward FLOPs of one mixer's kernel (see the module docstring)."""
     extra = 0.0
-    if m.kind is RecurrentKind.GATED_DELTANET and tokens > 0:
+    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA) and tokens > 0:
         c, q = _chunks(m, tokens)
         extra = 2.0 * c * m.heads * q * q * (m.state_size + m.head_dim)
         # The first chunk reads a zero state that needs no gradient (its two reads of the state
@@ -87,6 +90,6 @@ def step_flops(m: RecurrentMixer) -> float:
     state = m.heads * m.head_dim * m.state_size
     if m.kind is RecurrentKind.MAMBA2:
         return conv + 4.0 * state
-    if m.kind is RecurrentKind.GATED_DELTANET:
+    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
         return conv + 6.0 * state
     return conv + 2.0 * state

@@ -17,7 +17,7 @@ tensor is the tensor itself, so fp32 models keep a few tensors fewer than 16-bit
   the gated RMSNorm in fp32 (the gate's upcast, its SiLU, the padded scan output, their product,
   rsqrt per group, the normalised tensor) and the out-projection's input.
 * **Gated DeltaNet** (``Qwen3NextGatedDeltaNet`` + ``torch_chunk_gated_delta_rule``): see
-  :func:`gated_deltanet_bytes`.
+  :func:`gated_deltanet_bytes`; other kinds: :func:`mixer_bytes`.
 
 Tensor parallelism splits all of it by heads (vLLM and Megatron-LM shard the mixers by heads).
 """
@@ -76,10 +76,22 @@ def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) 
     return kept
 
 
+def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Mixers whose kernels are not listed here (Mamba-1's selective scan, short convolutions): what
+    any such mixer keeps at least, per token, the input and output of each projection, the conv's
+    input and output and the fp32 scan's input, output and per-head decay, in ``dt``/fp32."""
+    proj = sum(i + o for i, o in m.projections)
+    per_token = dt * (proj + 2.0 * m.conv_channels) + 4.0 * (2.0 * m.heads * m.head_dim + m.heads)
+    return batch * tokens * per_token
+
+
 def mixer_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
-    """Bytes one recurrent mixer keeps for backward (its input's norm and the residual excluded)."""
+    """Bytes one recurrent mixer keeps for backward (its input's norm and the residual excluded).
+
+    Kimi Delta Attention runs the same chunked delta rule as Gated DeltaNet (with per-channel
+    decays) and is costed as it."""
     if m.kind is RecurrentKind.MAMBA2:
         return mamba2_bytes(m, batch, tokens, dt)
-    if m.kind is RecurrentKind.GATED_DELTANET:
+    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
         return gated_deltanet_bytes(m, batch, tokens, dt)
-    raise NotImplementedError(m.kind)
+    return generic_bytes(m, batch, tokens, dt)

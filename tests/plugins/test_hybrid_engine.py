@@ -13,8 +13,8 @@ from workbench_compute.roofline import per_gpu
 from workbench_compute.shapes import model_shape
 from workbench_memory.kv_cache import KvCacheEstimator
 from workbench_memory.parameters import ParametersEstimator
-from workbench_memory.stack import MemoryStackEstimator
 from workbench_memory.shapes import model_constants
+from workbench_memory.stack import MemoryStackEstimator
 from workbench_performance.model_constants import lora_parameters, tp_collectives, weight_elements
 
 from workbench.catalog.hf_config import import_hf_config
@@ -29,14 +29,17 @@ MAMBA2 = import_hf_config(
     name="mamba2-synthetic",
 ).architecture  # fmt: skip
 QWEN_NEXT = import_hf_config(
-    json.loads((CONFIGS / "qwen3-next-80b-a3b-instruct" / "config.json").read_text()), name="Qwen3-Next-80B-A3B"
+    json.loads((CONFIGS / "qwen3-next-80b-a3b-instruct" / "config.json").read_text()),
+    name="Qwen3-Next-80B-A3B",
 ).architecture
 
 
-def run(arch: ModelArchitecture, **fields: object):  # noqa: ANN201 - an Estimate
+def run(arch: ModelArchitecture, **fields: object):
     scenario = Scenario(model=arch.name, gpu=GPU.id, **fields)
     cluster = Cluster(accelerator=GPU, node=NODE, num_gpus=scenario.num_gpus)
-    est = Engine([ParametersEstimator(), KvCacheEstimator(), MemoryStackEstimator()]).run(ResolvedScenario(scenario, arch, cluster))
+    est = Engine([ParametersEstimator(), KvCacheEstimator(), MemoryStackEstimator()]).run(
+        ResolvedScenario(scenario, arch, cluster)
+    )
     assert not est.failures, est.failures
     return est
 

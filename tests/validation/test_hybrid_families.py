@@ -28,7 +28,7 @@ from workbench.engine.pipeline import Engine
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from torch.utils.flop_counter import conv_backward_flop, conv_flop_count  # noqa: E402
+from torch.utils.flop_counter import conv_backward_flop, conv_flop_count
 
 pytestmark = pytest.mark.validation
 
@@ -119,7 +119,12 @@ def cache_bytes(cache: Any) -> tuple[int, int]:
 
 @pytest.mark.parametrize(
     ("name", "batch", "tokens"),
-    [("mamba2", 2, 13), ("mamba2-biases-tied", 3, 2), ("qwen3-next", 2, 13), ("qwen3-next-layer-types", 1, 70)],
+    [
+        ("mamba2", 2, 13),
+        ("mamba2-biases-tied", 3, 2),
+        ("qwen3-next", 2, 13),
+        ("qwen3-next-layer-types", 1, 70),
+    ],
 )
 def test_cache_after_prefill_matches_transformers(name: str, batch: int, tokens: int) -> None:
     """A real tiny model (fp32, CPU torch path) prefills ``tokens`` tokens with ``use_cache=True``;
@@ -201,7 +206,9 @@ def test_forward_and_training_flops_match_flop_counter(name: str, batch: int, to
     executes; sequences that are not whole chunks included (the scans pad to whole chunks)."""
     from workbench_compute import ComputeEstimator
 
-    est = ours(architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain")
+    est = ours(
+        architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain"
+    )
     forward, step = torch_flops(name, batch, tokens)
     assert est.values["flops.forward"].value == pytest.approx(forward, rel=0.01)
     assert est.values["flops.training_step"].value == pytest.approx(step, rel=0.01)
