@@ -252,11 +252,11 @@ def saved_bytes(family: str, dtype: str, tokens: int, attention: str, checkpoint
     conf._attn_implementation = attention
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(conf).to(getattr(torch, dtype)).train()
-    if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     ids = torch.randint(0, 1000, (2, tokens), generator=torch.Generator().manual_seed(1))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # transformers 5 renames gradient_checkpointing_enable
+        if checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         saved = saved_activation_bytes(model, ids, block=model.base_model.layers[-1])
     return saved.bytes, saved.block_bytes
 
