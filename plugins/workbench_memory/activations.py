@@ -670,18 +670,25 @@ def _activation_memory(
     recompute = scenario.recompute
     eager_mask = 0.0
     workspace = 0.0
+    family = _family(model)
+    fp32_residual = family.startswith(_FP32_RESIDUAL) and not megatron
     if recompute is Recompute.FULL:
         per_layer = tokens * dt * h / sp  # each block's input (sequence-sharded under SP)
+        if fp32_residual:
+            # blocks after the first read the fp32 residual stream (the first, the embedding's output)
+            per_layer = tokens * 4.0 * h / sp
+            if first_stage:
+                eager_mask -= tokens * (4.0 - dt) * h / sp
         workspace = largest
-        if scenario.attention is AttentionKernel.EAGER and not megatron:
+        has_attention = not model.is_hybrid or model.attention_layers > 0
+        if scenario.attention is AttentionKernel.EAGER and not megatron and has_attention:
             # The (b, 1, s, s) additive causal mask each checkpointed block is called with.
-            eager_mask = micro_batch * seq_len * seq_len * dt
+            eager_mask += micro_batch * seq_len * seq_len * dt
     elif recompute is Recompute.SELECTIVE:
         per_layer = block - scores
     else:
         per_layer = block
 
-    family = _family(model)
     frozen = scenario.method is not FinetuneMethod.FULL
     embedding = eager_mask
     if first_stage:
@@ -700,7 +707,7 @@ def _activation_memory(
         norm = 0.0
         if model.final_norm:
             norm = _norm(model.norm_kind, family.startswith(_ONE_PLUS_W_NORMS), h, 1.0, dt, megatron, frozen)
-            if family.startswith(_FP32_RESIDUAL) and not megatron:
+            if fp32_residual:
                 norm += (4.0 - dt) * h  # the fp32 residual stream's norm casts back to fp32
         head_in = 0.0 if frozen else dt * h  # a frozen LM head does not keep its input
         labels = _INDEX if vocab and not megatron else 0.0

@@ -232,6 +232,7 @@ ACT_CONFIGS: dict[str, dict[str, Any]] = {
 #: (the scans pad to 256); Mamba-2 has no attention, so only transformers' "eager" setting applies.
 ACT_CASES = [
     ("mamba2", "float32", 256, "eager", False),
+    ("mamba2", "float32", 256, "eager", True),
     ("mamba2", "bfloat16", 200, "eager", False),
     ("mamba2", "bfloat16", 200, "eager", True),
     ("qwen3-next", "bfloat16", 200, "sdpa", False),
