@@ -43,6 +43,10 @@ def pass_formula(shape: ModelShape, batch: int, p: Pass, latent: bool = False, d
     )
     if p.lora:
         text += f"; LoRA adapters {g(p.lora)}"
+    if p.recurrent:
+        layers = sum(group.layers for group in shape.recurrent)
+        what = "recurrence on one token" if decode else "convolution + chunked scan"
+        text += f"; recurrent mixers ({layers} layers, {what}) {g(p.recurrent)}"
     return f"{text}; total {g(p.total)} FLOP"
 
 

@@ -32,12 +32,17 @@ transformers models, under ``torch.utils.flop_counter.FlopCounterMode``):
   checkpoint stops early by default and skips each block's last matmul (the down projection),
   about 1/3 of the MLP's recompute; we count the full block. Selective recompute (Korthikanti et
   al. 2022) re-runs the attention products only.
+* Recurrent mixers (Mamba-2, Gated DeltaNet): their projections are matmuls like the others; their
+  convolution and chunked scan are counted per sequence by :mod:`workbench_compute.recurrent`
+  (``recurrent``), backward as that module says, re-run by full recompute. A decode step runs the
+  recurrence on one token per sequence, whatever the context.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench_compute.recurrent import scan_backward_flops, scan_flops, step_flops
 from workbench_compute.shapes import CROSS, DEC, HEAD, MAIN, PATCH, POOLER, AttentionGroup, ModelShape
 
 
@@ -64,10 +69,12 @@ class Pass:
     lora: float  # LoRA adapters (training with LoRA/QLoRA only)
     #: (group, queries per sequence, keys per query row, (query, key) pairs counted) per attention group
     attention_terms: list[tuple[AttentionGroup, float, float, float]]
+    recurrent: float = 0.0  # recurrent mixers' convolution and scan (or decode-step recurrence)
+    recurrent_backward: float = 0.0  # their backward
 
     @property
     def total(self) -> float:
-        return self.gemm + self.attention + self.lora
+        return self.gemm + self.attention + self.lora + self.recurrent
 
 
 def _gemm(shape: ModelShape, tokens: dict[str, float]) -> tuple[float, float]:
@@ -177,7 +184,9 @@ def _full_pass(
     gemm, block = _gemm(shape, tokens)
     patch = shape.coef[PATCH] * tokens.get(PATCH, 0.0)
     lora = _lora(shape, tokens, lora_targets, lora_rank) if lora_targets else 0.0
-    return Pass(tokens, gemm, block, attention, patch, lora, terms)
+    recurrent = sum(g.layers * scan_flops(g.mixer, s) for g in shape.recurrent) * batch
+    backward = sum(g.layers * scan_backward_flops(g.mixer, s) for g in shape.recurrent) * batch
+    return Pass(tokens, gemm, block, attention, patch, lora, terms, recurrent, backward)
 
 
 def decode_contexts(shape: ModelShape, seq_len: int, gen_len: int, fraction: float) -> tuple[float, float]:
@@ -222,7 +231,8 @@ def _decode_step(
             attention += 2.0 * batch * max(kv - 1.0, 0.0) * group.expand * group.layers
         terms.append((group, 1.0, kv, kv))
     gemm, block = _gemm(shape, tokens)
-    return Pass(tokens, gemm, block, attention, 0.0, 0.0, terms)
+    recurrent = sum(g.layers * step_flops(g.mixer) for g in shape.recurrent) * batch
+    return Pass(tokens, gemm, block, attention, 0.0, 0.0, terms, recurrent)
 
 
 @dataclass(slots=True)
@@ -245,8 +255,10 @@ def training_flops(fwd: Pass, frozen: bool, recompute: str) -> TrainingFlops:
         backward = (fwd.gemm - fwd.patch) + 2.0 * fwd.attention + 2.0 * fwd.lora
     else:
         backward = 2.0 * fwd.gemm - fwd.patch + 2.0 * fwd.attention
+    if fwd.recurrent_backward:
+        backward += fwd.recurrent_backward
     if recompute == "full":
-        again = fwd.block_gemm + fwd.attention + fwd.lora
+        again = fwd.block_gemm + fwd.attention + fwd.lora + fwd.recurrent
     elif recompute == "selective":
         again = fwd.attention
     else:

@@ -203,7 +203,24 @@ def _phase_roofline(
             if eager:
                 elems += 4.0 * batch * heads * pairs * act_bytes
         attention += elems * group.layers
+    if p.recurrent:
+        flops += p.recurrent / tp
+        if decode:
+            attention += batch * _state_traffic(shape, tp, kv_bytes)
     return PhaseRoofline(flops / pp, weights / pp, act / pp, attention / pp)
+
+
+def _state_traffic(shape: ModelShape, tp: int, kv_bytes: float) -> float:
+    """Bytes one sequence's decode step reads and writes back of the recurrent state on one GPU:
+    every recurrent layer's conv window and SSM state, read once and written once (heads split
+    over TP, never below one head)."""
+    total = 0.0
+    for group in shape.recurrent:
+        m = group.mixer
+        ssm = 4.0 if m.ssm_state_fp32 else kv_bytes
+        per_layer = m.conv_state_elements * kv_bytes + m.ssm_state_elements * ssm
+        total += 2.0 * per_layer * group.layers * -(-m.heads // tp) / m.heads
+    return total
 
 
 def training_roofline(

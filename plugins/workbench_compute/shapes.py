@@ -16,6 +16,12 @@ the pooler (first token only) and the patch embedding of a vision model. Routed 
 stream lets the hot path compute ``sum(tokens[stream] x coefficient[stream])``: a handful of
 multiplications, whatever the model.
 
+Hybrid models: attention projections and products only in blocks with attention, FFN matmuls
+only in blocks with a feed-forward part; a recurrent mixer's projections are weight matmuls
+(in-projections column-, out-projection row-parallel, adapted by ``all-linear`` LoRA) and its
+kernel (convolution, chunked scan) is costed per sequence by :mod:`workbench_compute.recurrent`.
+A gated attention output (Qwen3-Next) doubles ``q_proj``.
+
 Building a :class:`ModelShape` walks the layers once; :func:`model_shape` caches it per model
 object so sweeps over batch, sequence or GPU pay for it once.
 """
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.model import Head, ModelArchitecture, ModelKind
+from workbench_compute.recurrent import RecurrentGroup
 
 #: Token streams, see the module docstring.
 MAIN, DEC, CROSS, HEAD, POOLER, PATCH = "main", "dec", "cross", "head", "pooler", "patch"
@@ -98,6 +105,7 @@ class ModelShape:
     moe_top_k: int
     moe_experts: int
     dims: dict[str, int]  # named widths for alignment checks
+    recurrent: tuple[RecurrentGroup, ...] = ()  # recurrent mixers (kernel FLOPs per sequence)
     per_gpu_cache: dict[tuple[int, int], Any] = field(default_factory=dict)  # (TP, EP) -> roofline.PerGpu
     alignment_cache: dict[tuple[int, Any], Any] = field(default_factory=dict)  # (TP, dtype) -> Warning | None
 
@@ -147,8 +155,9 @@ def _attention_gemms(arch: ModelArchitecture, layers: int, stream: str, kv_strea
         out.append(Gemm("o_proj", heads * mla.v_head_dim, h, layers, stream, ROW, lora=LORA_ATTENTION))
         return out
     q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
+    q_out = 2 * q_width if arch.attention_output_gate else q_width
     return [
-        Gemm("q_proj", h, q_width, layers, stream, COL, lora=LORA_ATTENTION),
+        Gemm("q_proj", h, q_out, layers, stream, COL, lora=LORA_ATTENTION),
         Gemm("k_proj", h, kv_width, layers, kv_stream, KV, lora=LORA_ATTENTION, kv_heads=arch.num_kv_heads),
         Gemm("v_proj", h, kv_width, layers, kv_stream, KV, lora=LORA_ATTENTION, kv_heads=arch.num_kv_heads),
         Gemm("o_proj", q_width, h, layers, stream, ROW, lora=LORA_ATTENTION),
@@ -218,6 +227,8 @@ def _attention_groups(
         expand = 0
     by_window: dict[int | None, int] = {}
     for index in indices:
+        if not arch.has_attention(index):
+            continue
         window = (
             arch.sliding_window.window
             if (arch.sliding_window and arch.uses_sliding_window(index) and not cross)
@@ -251,8 +262,19 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
     seq2seq = arch.kind is ModelKind.ENCODER_DECODER
     main_range = range(arch.num_layers)
     moe_main = sum(1 for i in main_range if arch.is_moe_layer(i))
-    gemms = _attention_gemms(arch, arch.num_layers, MAIN, MAIN)
-    gemms += _block_gemms(arch, moe_main, arch.num_layers - moe_main, MAIN)
+    ffn_main = sum(1 for i in main_range if arch.has_ffn(i))
+    attn_main = sum(1 for i in main_range if arch.has_attention(i))
+    gemms = _attention_gemms(arch, attn_main, MAIN, MAIN) if attn_main else []
+    recurrent: tuple[RecurrentGroup, ...] = ()
+    rec, rec_layers = arch.recurrent, arch.recurrent_layers
+    if rec is not None and rec_layers:
+        last = len(rec.projections) - 1
+        gemms += [
+            Gemm(f"mixer.proj{j}", k, n, rec_layers, MAIN, ROW if j == last else COL, lora=LORA_ALL_LINEAR)
+            for j, (k, n) in enumerate(rec.projections)
+        ]
+        recurrent = (RecurrentGroup(rec_layers, rec),)
+    gemms += _block_gemms(arch, moe_main, ffn_main - moe_main, MAIN)
     attention = _attention_groups(arch, main_range, MAIN, causal=arch.kind is ModelKind.DECODER)
     if seq2seq:
         dec_range = range(arch.num_layers, arch.total_layers)
@@ -294,7 +316,7 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
 
     moe = arch.moe
     dims = {"hidden_size": h, "vocab_size": arch.vocab_size if arch.vision is None else 0}
-    if moe_main < arch.num_layers or moe is None:
+    if moe_main < ffn_main or (moe is None and ffn_main):
         dims["intermediate_size"] = arch.intermediate_size
     if moe is not None:
         dims["expert_intermediate_size"] = moe.expert_intermediate_size
@@ -331,6 +353,7 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
         moe_top_k=moe.experts_per_token if moe else 0,
         moe_experts=moe.num_experts if moe else 0,
         dims={k: v for k, v in dims.items() if v},
+        recurrent=recurrent,
     )
 
 

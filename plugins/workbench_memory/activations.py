@@ -37,6 +37,16 @@ heads, ``d`` head dim, ``i`` FFN inner size, ``s`` sequence length:
 * Embedding: the int64 token ids the embedding's backward keeps, learned position ids, and the
   RoPE cos/sin tables (``2*s*d*dt``, shared by every block, independent of the batch).
 
+Hybrid models (``layer_mixers`` / ``ffn_free_layers``): each kind of block (attention or recurrent
+mixer or none, dense / MoE / no FFN) is costed for what it holds, ``per_layer`` is their mean and
+the block full recompute rebuilds is the largest kind; a recurrent mixer's own tensors (Mamba-2,
+Gated DeltaNet) are counted per sequence by :mod:`workbench_memory.recurrent_activations`. Qwen3-Next
+norms are fp32 ``(1 + w)`` norms like Gemma's; its gated attention output keeps the sigmoid, the
+output's copy and their product; Mamba-2's residual stream stays fp32, so its final norm keeps
+fp32 tensors. Not modelled for recurrent mixers: the inference working set (only their
+projections' tensors count there) and fp32 Gated DeltaNet, whose chunked rule keeps a few more
+contiguous copies than in 16-bit (about 10% more of the mixer's own bytes).
+
 ``memory.act_megatron_kernels = 1`` switches to Megatron-LM's fused-kernel accounting, the one of
 Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", Sec. 4):
 norms keep only their 16-bit input, the fused softmax its 16-bit output, fused bias-GeLU / SwiGLU
@@ -89,6 +99,7 @@ from dataclasses import dataclass, field
 from workbench.core.model import Head, ModelArchitecture, NormKind, PositionEmbedding
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario
 from workbench.core.units import format_bytes
+from workbench_memory.recurrent_activations import mixer_bytes
 
 __all__ = [
     "ASSUMPTIONS",
@@ -202,7 +213,11 @@ _FUSED_QKV = (
 )
 #: RoPE on part of the head dims, rebuilt with torch.cat: q comes out (b, heads, s, d)-contiguous.
 _CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm")
-_FP32_ROUTER = ("deepseek",)  # router logits on an fp32 copy of the hidden state
+_FP32_ROUTER = ("deepseek",)
+#: The residual stream stays fp32 between blocks (Mamba-2's residual_in_fp32, True by default).
+_FP32_RESIDUAL = ("mamba2",)
+#: RMSNorms computed in fp32 with a (1 + w) weight: they keep fp32 tensors only (Gemma, Qwen3-Next).
+_ONE_PLUS_W_NORMS = ("gemma", "qwen3_next")  # router logits on an fp32 copy of the hidden state
 _LSE = 4.0  # fp32 logsumexp per query row and head (flash / sdpa)
 _NORM_STATS = 8.0  # LayerNorm's fp32 mean and rstd per row (CUDA)
 _INDEX = 8.0  # an int64 index per token
@@ -355,6 +370,10 @@ def _attention(
         if rope and family.startswith(_CAT_ROPE):
             # The kernel's output takes q's (b, heads, s, d) layout, so o_proj keeps a copy.
             split += dt * a * d
+    if model.attention_output_gate:
+        # output x sigmoid(gate) (Qwen3-Next): the sigmoid's output, the output's contiguous copy
+        # the product keeps, and the product (o_proj's input)
+        split += (2.0 if kernel is AttentionKernel.EAGER else 3.0) * dt * a * d
     return rep, split, kvh, dt * d * (2 * a + 2 * model.num_kv_heads)
 
 
@@ -396,12 +415,21 @@ def _dropout(model: ModelArchitecture, given: Mapping[str, float]) -> Dropout:
 
 
 def _block(
-    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: Dropout, mask: float
+    model: ModelArchitecture,
+    scenario: Scenario,
+    dt: float,
+    megatron: bool,
+    dropout: Dropout,
+    mask: float,
+    block_kind: tuple[bool, bool, str] | None = None,
 ) -> _Block:
+    """Per-token bytes of an average block, or, with ``block_kind`` = (attention, any token mixer, FFN:
+    "dense" / "moe" / "none"), of one kind of block of a hybrid model (its recurrent mixer's own
+    tensors are added per sequence, :mod:`workbench_memory.recurrent_activations`)."""
     h = model.hidden_size
     a = model.num_attention_heads
     family = _family(model)
-    gemma = family.startswith("gemma")
+    gemma = family.startswith(_ONE_PLUS_W_NORMS)
     kernel = attention_kernel(model, scenario.attention)
     frozen = scenario.is_training and scenario.method is not FinetuneMethod.FULL
     frozen_ffn = frozen and scenario.lora_targets == "attention"
@@ -409,10 +437,20 @@ def _block(
     # Norms' internals, and the attention's input that q/k/v keep.
     norm = _norm(model.norm_kind, gemma, h, 1.0, dt, megatron, frozen)
     ffn_norms = model.norms_per_layer // 2
-    rep, split, kvh, peak_attn = _attention(model, kernel, family, gemma, dt, megatron, frozen)
-    rep += (model.norms_per_layer - ffn_norms) * norm + dt * h
+    has_attention, has_mixer, ffn_kind = block_kind if block_kind is not None else (True, True, "")
+    if block_kind is not None and (ffn_kind == "none" or not has_mixer):
+        # a block of one part: its norms sit on that part
+        ffn_norms = 0 if ffn_kind == "none" else model.single_part_norms
+        mixer_norms = model.single_part_norms if ffn_kind == "none" else 0
+    else:
+        mixer_norms = model.norms_per_layer - ffn_norms
+    if has_attention:
+        rep, split, kvh, peak_attn = _attention(model, kernel, family, gemma, dt, megatron, frozen)
+    else:
+        rep = split = kvh = peak_attn = 0.0
+    rep += mixer_norms * norm + (dt * h if has_mixer else 0.0)
     score = peak_score = grad_score = 0.0
-    if kernel is AttentionKernel.EAGER:
+    if kernel is AttentionKernel.EAGER and has_attention:
         softmax = dt if megatron or family.startswith(_COMPUTE_DTYPE_SOFTMAX) else 4.0
         if dropout.attention:
             score = softmax + mask + dt  # softmax output, mask, dropped probabilities
@@ -424,9 +462,9 @@ def _block(
             # cap x tanh(score / cap): tanh keeps its output; the forward holds it next to the scores.
             score += dt
             peak_score += dt
-    else:
+    elif has_attention:
         peak_attn += _LSE * a
-    if dropout.hidden:
+    if dropout.hidden and has_mixer:
         rep += mask * h  # attention residual dropout
 
     # Feed-forward: the post-attention norms, the input the up/gate (and router) keep, inner sizes.
@@ -445,7 +483,7 @@ def _block(
     moe = model.moe
     frac = 0.0
     if moe is not None:
-        frac = _moe_layer_count(model) / model.num_layers
+        frac = _moe_layer_count(model) / model.num_layers if block_kind is None else float(ffn_kind == "moe")
         k = moe.experts_per_token
         ei, si = moe.expert_intermediate_size, moe.shared_intermediate
         router = 4.0 * moe.num_experts + 12.0 * k + 4.0
@@ -464,6 +502,10 @@ def _block(
                 dt * (k * (2.0 * h + (inner + 1.0) * ei) + inner * si),
             )
         )
+    if ffn_kind == "none":
+        ffn_rep = 0.0
+        kinds = [(0.0, 0.0, 0.0, 0.0, 0.0)]
+        frac = 0.0
     dense = kinds[0]
     sparse = kinds[-1]
     # Blocks differ when some are dense and some MoE: keep the average, and the largest block for
@@ -514,6 +556,43 @@ def _cached_block(
         _BLOCKS.clear()
     _BLOCKS[key] = (model, blk)
     return blk
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """One kind of block of a hybrid model: how many, its per-token bytes, its recurrent mixer."""
+
+    count: int
+    blk: _Block
+    recurrent: bool
+
+
+def _hybrid_kinds(
+    model: ModelArchitecture, scenario: Scenario, dt: float, megatron: bool, dropout: Dropout, mask: float
+) -> tuple[tuple[_Kind, ...], _Block]:
+    """The kinds of block of a hybrid model (one walk over the layers, cached with the blocks), and
+    an envelope block (field by field the largest) for what exists once: backward buffers and the
+    inference working set."""
+    key = ("hybrid", id(model), scenario.attention, scenario.workload, scenario.method,
+           scenario.lora_targets, dt, megatron, dropout, mask)  # fmt: skip
+    hit = _BLOCKS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]  # type: ignore[return-value]
+    counts: dict[tuple[bool, bool, str], list[int]] = {}
+    for index in range(model.num_layers):
+        mixer = model.mixer(index).value != "none"
+        ffn = "moe" if model.is_moe_layer(index) else "dense" if model.has_ffn(index) else "none"
+        kind = (model.has_attention(index), mixer, ffn)
+        counts.setdefault(kind, [0, model.has_recurrent(index)])[0] += 1
+    kinds = tuple(
+        _Kind(n, _block(model, scenario, dt, megatron, dropout, mask, kind), bool(rec))
+        for kind, (n, rec) in counts.items()
+    )
+    envelope = _Block(*(max(getattr(k.blk, f) for k in kinds) for f in _Block.__slots__))
+    if len(_BLOCKS) >= _BLOCKS_SIZE:
+        _BLOCKS.clear()
+    _BLOCKS[key] = (model, (kinds, envelope))  # type: ignore[assignment]
+    return kinds, envelope
 
 
 def activation_memory(
@@ -609,26 +688,52 @@ def _activation_memory(
         )
 
     kv_rank = max(model.num_kv_heads / t, 1.0)
-    scores = tokens * blk.score * heads_s
-    block = tokens * (blk.rep / sp + blk.split / t + blk.kvh * kv_rank) + scores
-    largest = block + tokens * (blk.big_rep / sp + blk.big_split / t)
+    if model.is_hybrid:
+        # Blocks differ in kind: the mean block for what every block keeps, the largest for the
+        # one rebuilt under full recompute; recurrent mixers keep their own tensors per sequence.
+        kinds, blk = _hybrid_kinds(model, scenario, dt, megatron, dropout, mask)
+        mixer = mixer_bytes(model.recurrent, micro_batch, seq_len, dt) / t if model.recurrent else 0.0
+        sizes = [
+            (
+                k.count,
+                tokens * (k.blk.rep / sp + k.blk.split / t + k.blk.kvh * kv_rank + k.blk.score * heads_s)
+                + (mixer if k.recurrent else 0.0),
+                tokens * k.blk.score * heads_s,
+            )
+            for k in kinds
+        ]
+        n = float(model.num_layers)
+        block = sum(c * size for c, size, _ in sizes) / n
+        scores = sum(c * sc for c, _, sc in sizes) / n
+        largest = max(size for _, size, _ in sizes)
+    else:
+        scores = tokens * blk.score * heads_s
+        block = tokens * (blk.rep / sp + blk.split / t + blk.kvh * kv_rank) + scores
+        largest = block + tokens * (blk.big_rep / sp + blk.big_split / t)
     recompute = scenario.recompute
     eager_mask = 0.0
     workspace = 0.0
+    family = _family(model)
+    fp32_residual = family.startswith(_FP32_RESIDUAL) and not megatron
     if recompute is Recompute.FULL:
         per_layer = tokens * dt * h / sp  # each block's input (sequence-sharded under SP)
+        if fp32_residual:
+            # blocks after the first read the fp32 residual stream (the first, the embedding's output)
+            per_layer = tokens * 4.0 * h / sp
+            if first_stage:
+                eager_mask -= tokens * (4.0 - dt) * h / sp
         workspace = largest
-        if attention_kernel(model, scenario.attention) is AttentionKernel.EAGER and not megatron:
+        has_attention = not model.is_hybrid or model.attention_layers > 0
+        if attention_kernel(model, scenario.attention) is AttentionKernel.EAGER and not megatron and has_attention:
             # The (b, 1, s, s) additive causal mask each checkpointed block is called with; models
             # that mix sliding-window and full layers build one of each (transformers'
             # create_sliding_window_causal_mask next to create_causal_mask), both bound in.
-            eager_mask = micro_batch * seq_len * seq_len * dt * _mask_kinds(model)
+            eager_mask += micro_batch * seq_len * seq_len * dt * _mask_kinds(model)
     elif recompute is Recompute.SELECTIVE:
         per_layer = block - scores
     else:
         per_layer = block
 
-    family = _family(model)
     frozen = scenario.method is not FinetuneMethod.FULL
     embedding = eager_mask
     if first_stage:
@@ -646,7 +751,9 @@ def _activation_memory(
     if last_stage:
         norm = 0.0
         if model.final_norm:
-            norm = _norm(model.norm_kind, family.startswith("gemma"), h, 1.0, dt, megatron, frozen)
+            norm = _norm(model.norm_kind, family.startswith(_ONE_PLUS_W_NORMS), h, 1.0, dt, megatron, frozen)
+            if fp32_residual:
+                norm += (4.0 - dt) * h  # the fp32 residual stream's norm casts back to fp32
         head_in = 0.0 if frozen else dt * h  # a frozen LM head does not keep its input
         labels = _INDEX if vocab and not megatron else 0.0
         head = tokens * ((norm + head_in) / sp + 4.0 * vocab + labels)

@@ -11,7 +11,8 @@ parallelism. DP is at least ``ceil(EP / TP)`` since EP reuses DP ranks. None: no
 **Concurrency** (``kv_cache.max_concurrency``, inference). Each rank of the TP x PP group gives
 the KV cache what is left of ``gpu_memory_utilization x capacity`` after weights, activation
 workspace and overhead (vLLM's profiling run does the same); a sequence of ``seq_len + gen_len``
-tokens takes its block-rounded share on every rank, and the fullest rank sets the limit.
+tokens takes its block-rounded share on every rank, plus the fixed recurrent state of the
+rank's state-space / linear-attention layers, and the fullest rank sets the limit.
 """
 
 from __future__ import annotations
@@ -89,12 +90,14 @@ def fewest_gpus(
 
 
 def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float) -> int | None:
-    """Sequences whose KV cache fits next to weights, workspace and overhead (None: nothing cached)."""
+    """Sequences whose KV cache and recurrent state fit next to weights, workspace and overhead
+    (None: nothing cached)."""
     limit: int | None = None
     for s in stages:
-        if s.kv_per_sequence <= 0:
+        per_sequence = s.kv_per_sequence + s.state_per_sequence
+        if per_sequence <= 0:
             continue
         free = usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation)
-        fits = max(0, floor(free / s.kv_per_sequence))
+        fits = max(0, floor(free / per_sequence))
         limit = fits if limit is None else min(limit, fits)
     return limit

@@ -15,6 +15,7 @@ PART_NAMES = {
     "optimizer_states": "optimizer states",
     "activations": "activations",
     "kv_cache": "KV cache",
+    "recurrent_state": "recurrent state",
     "overhead": "runtime overhead",
 }
 
@@ -178,6 +179,8 @@ def _fixes(
             fixes.append("more tensor parallelism or quantized weights (fp8, int4)")
         if "kv_cache" in largest:
             fixes.append("fewer concurrent sequences, a shorter context, or an fp8 KV cache")
+        if "recurrent_state" in largest:
+            fixes.append("fewer concurrent sequences (the recurrent state is fixed per sequence)")
         if "activations" in largest:
             fixes.append("chunked prefill")
     if not fixes:

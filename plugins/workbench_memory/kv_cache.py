@@ -14,6 +14,12 @@ model caches ``gen_len`` decoder tokens of self-attention plus ``seq_len`` encod
 cross-attention in each decoder block; encoders cache nothing. With paged KV (PagedAttention,
 Kwon et al. 2023) each sequence's tokens round up to whole blocks of ``kv_block_size``.
 Training keeps no KV cache.
+
+Blocks without attention (Mamba-2, Gated DeltaNet, ... in hybrid models) cache no keys or values:
+each keeps a **recurrent state** per sequence whose size does not depend on the context, the
+last ``conv_kernel`` columns of its causal convolution's input and the SSM / delta-rule state, as
+transformers' ``LinearAttentionLayer`` holds them after a prefill (conv window in the model's
+dtype, here the KV dtype; the state in fp32 when the family computes it so).
 """
 
 from __future__ import annotations
@@ -69,9 +75,15 @@ class KvCacheEstimator:
         id="memory.kv-cache",
         title="KV cache",
         version="1.0.0",
-        produces=("kv_cache.bytes_per_token", "kv_cache.bytes"),
+        produces=(
+            "kv_cache.bytes_per_token",
+            "kv_cache.bytes",
+            "recurrent_state.bytes_per_sequence",
+            "recurrent_state.bytes",
+        ),
         assumptions=(A.KV_MLA_DECOMPRESSED,),
-        description="Bytes of cached keys and values per token and for the batch, by attention kind.",
+        description="Bytes of cached keys and values per token and for the batch, by attention kind; "
+        "the fixed recurrent state of state-space / linear-attention blocks per sequence.",
     )
 
     def estimate(self, ctx: EstimateContext) -> Outputs:
@@ -99,8 +111,19 @@ class KvCacheEstimator:
                 used,
             )
         }
+        state_layers = c.state[layers]
+        state_seq = state_layers * c.state_bytes_per_rank(1, dtype.bytes)
+        out["recurrent_state.bytes_per_sequence"] = q(
+            state_seq,
+            "B",
+            "Recurrent state per sequence",
+            lambda: _state_formula(model, state_layers, dtype.bytes, state_seq),
+        )
         if scenario.is_training:
             out["kv_cache.bytes"] = q(0.0, "B", "KV cache", lambda: "training keeps no KV cache", used)
+            out["recurrent_state.bytes"] = q(
+                0.0, "B", "Recurrent state", lambda: "training keeps no recurrent state between passes"
+            )
             return Outputs(out)
         tokens = kv_tokens(c, scenario)
         layer_tokens = sequence_elements(c, tokens, 0, layers)
@@ -123,7 +146,26 @@ class KvCacheEstimator:
             return f"{batch} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total:,.0f} B"
 
         out["kv_cache.bytes"] = q(total, "B", "KV cache", formula, used)
+        state_total = batch * state_seq
+        out["recurrent_state.bytes"] = q(
+            state_total,
+            "B",
+            "Recurrent state",
+            lambda: f"{batch} sequences x {state_seq:,.0f} B = {state_total:,.0f} B",
+        )
         return Outputs(out)
+
+
+def _state_formula(model: ModelArchitecture, layers: int, kv_bytes: float, value: float) -> str:
+    rec = model.recurrent
+    if not layers or rec is None:
+        return "no recurrent layers: 0 B"
+    ssm = 4.0 if rec.ssm_state_fp32 else kv_bytes
+    return (
+        f"{layers} recurrent layers x (conv window {rec.conv_state_elements:,} x {kv_bytes:g} B "
+        f"+ state {rec.ssm_state_elements:,} x {ssm:g} B"
+        f"{' (fp32)' if rec.ssm_state_fp32 else ''}) = {value:,.0f} B"
+    )
 
 
 def _describe_elements(model: ModelArchitecture, decompressed: bool) -> str:

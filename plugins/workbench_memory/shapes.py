@@ -12,7 +12,10 @@ How a block's parameters split under tensor parallelism (Megatron-LM / vLLM layo
   ``tp > kv_heads`` the heads replicate (vLLM) instead of splitting.
 * ``repl_linear``: linear layers every TP rank keeps whole: MLA down-projections (q_a, kv_a, as
   vLLM's ReplicatedLinear) and the MoE router.
-* ``norms``: norm weights, replicated; never quantized.
+* ``norms``: norm weights, replicated; never quantized. The small tensors of a recurrent mixer
+  (Mamba-2 / Gated DeltaNet conv weights, dt bias, A, D, gated norm) count here too: replicated,
+  kept at full precision. The recurrent mixer's projections are ``split`` (in_proj column-,
+  out_proj row-parallel), like attention's.
 * ``routed``: routed experts, divided over expert-parallel ranks.
 
 LoRA and Adafactor need matrix shapes: ``lora_io``/``lora_n`` hold, per target set, the sum of
@@ -21,7 +24,8 @@ LoRA and Adafactor need matrix shapes: ``lora_io``/``lora_n`` hold, per target s
 (``rows + cols`` per matrix, every element of a vector).
 
 LoRA targets follow PEFT on transformers 5 models: ``all-linear`` adapts every ``nn.Linear`` of the
-blocks (attention projections, dense FFN, shared experts and their gate); routed experts are fused
+blocks (attention projections, recurrent-mixer projections, dense FFN, shared experts and their
+gate); blocks without attention or without FFN have none of those; routed experts are fused
 3-D parameters and routers are not ``nn.Linear`` there, so they get no adapter. ``attention``
 adapts the attention projections only.
 """
@@ -63,6 +67,7 @@ class BlockShape:
     full_kv: int  # 1: a self-attention cache that grows with every token
     sw_kv: int  # 1: a sliding-window self-attention cache
     cross_kv: int  # 1: a cross-attention cache over the encoder's tokens
+    state: int  # 1: a recurrent mixer that keeps a fixed conv + SSM state per sequence
 
     @property
     def total(self) -> int:
@@ -89,6 +94,7 @@ class ModelConstants:
     full_kv: tuple[int, ...]
     sw_kv: tuple[int, ...]
     cross_kv: tuple[int, ...]
+    state: tuple[int, ...]
     word_embedding: int  # vocab x hidden, vocab-parallel under TP
     embedding_other: int  # position / token-type / patch embeddings and the embedding norm (replicated)
     lm_head: int  # head parameters not shared with the embedding (vocab-parallel)
@@ -104,6 +110,20 @@ class ModelConstants:
     mla: bool
     window: int  # sliding window (0: none)
     encoder_decoder: bool
+    conv_state_elems: int  # per sequence and recurrent layer, whole model
+    ssm_state_elems: int
+    ssm_state_fp32: bool
+    state_heads: int  # heads TP splits the recurrent state over
+
+    def state_bytes_per_rank(self, tp: int, kv_bytes: float) -> float:
+        """Recurrent-state bytes one sequence keeps per recurrent layer on one TP rank: the conv
+        window in the KV dtype, the SSM state in fp32 when the family keeps it so; heads split
+        over TP (vLLM shards Mamba / Gated DeltaNet heads), never below one head."""
+        if not self.state_heads:
+            return 0.0
+        ssm = 4.0 if self.ssm_state_fp32 else kv_bytes
+        whole = self.conv_state_elems * kv_bytes + self.ssm_state_elems * ssm
+        return whole * ceil(self.state_heads / tp) / self.state_heads
 
     def kv_fraction(self, tp: int) -> float:
         """Share of the K/V projections one TP rank holds (KV heads replicate when tp > kv_heads)."""
@@ -162,14 +182,25 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
     h = arch.hidden_size
     decoder_block = index >= arch.num_layers
     stacks = 2 if decoder_block else 1  # self- and cross-attention
-    attn = _attention_matrices(arch) * stacks
-    if arch.mla is not None:
+    attention = arch.has_attention(index)
+    attn = _attention_matrices(arch) * stacks if attention else []
+    if not attention:
+        repl = kv = 0
+    elif arch.mla is not None:
         repl, kv = _mla_replicated(arch) * stacks, 0
     else:
         kv_width = arch.num_kv_heads * arch.head_dim
         kv = stacks * (2 * h * kv_width + (2 * kv_width if arch.attention_bias else 0))
         repl = 0
     split = lb.attention - kv - repl + lb.mlp
+    norms = lb.norms
+    mixer: list[tuple[int, int]] = []
+    mixer_rest = 0
+    if lb.recurrent and arch.recurrent is not None:
+        mixer = list(arch.recurrent.projections)
+        split += arch.recurrent.projection_parameters
+        mixer_rest = arch.recurrent.other_parameters
+        norms += mixer_rest
     routed = 0
     ffn: list[tuple[int, int]] = []
     other_mats: list[tuple[int, int]] = []
@@ -187,29 +218,32 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
         ]
         if moe.shared_expert_gate:
             ffn.append((h, 1))  # an nn.Linear(hidden, 1) that PEFT's all-linear adapts too
-    else:
+    elif arch.has_ffn(index):
         ffn = _ffn_matrices(arch, arch.intermediate_size)
-    mats = attn + ffn + other_mats
+    mats = attn + mixer + ffn + other_mats
     matrix_elems = sum(i * o for i, o in mats)
-    factored = sum(i + o for i, o in mats) + (lb.total - matrix_elems)  # vectors are kept whole
-    lora_all = attn + ffn
+    # vectors (and the mixer's conv weights, A, D, ...) are kept whole
+    factored = sum(i + o for i, o in mats) + (lb.total - matrix_elems)
+    lora_all = attn + mixer + ffn
     kind = arch.kind
     cached = kind is not ModelKind.ENCODER and (kind is ModelKind.DECODER or decoder_block)
     sliding = cached and not decoder_block and arch.uses_sliding_window(index)
+    kv_cached = cached and attention
     return BlockShape(
         split=split,
         kv=kv,
         repl_linear=repl,
-        norms=lb.norms,
+        norms=norms,
         routed=routed,
         lora_io_all=sum(i + o for i, o in lora_all),
         lora_n_all=len(lora_all),
         lora_io_attn=sum(i + o for i, o in attn),
         lora_n_attn=len(attn),
         factored=factored,
-        full_kv=int(cached and not sliding),
+        full_kv=int(kv_cached and not sliding),
         sw_kv=int(sliding),
         cross_kv=int(decoder_block),
+        state=int(cached and bool(lb.recurrent)),
     )
 
 
@@ -219,7 +253,7 @@ def _prefix(values: list[int]) -> tuple[int, ...]:
 
 def build_constants(arch: ModelArchitecture) -> ModelConstants:
     """Walk the blocks once (each distinct kind of block computed once)."""
-    cache: dict[tuple[bool, bool, bool, bool], BlockShape] = {}
+    cache: dict[tuple[object, ...], BlockShape] = {}
     blocks: list[BlockShape] = []
     for index in range(arch.total_layers):
         key = (
@@ -227,6 +261,8 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
             arch.is_moe_layer(index),
             index in (0, arch.num_layers),
             arch.uses_sliding_window(index),
+            arch.mixer(index),
+            arch.has_ffn(index),
         )
         block = cache.get(key)
         if block is None:
@@ -249,6 +285,7 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
     if lm_head:
         untied = 0 if arch.tie_word_embeddings else arch.vocab_size * h
         factored_outside += lm_head - untied + (arch.vocab_size + h if untied else 0)
+    rec = arch.recurrent if arch.recurrent_layers else None
     mla = arch.mla
     if mla is not None:
         kv_elems = mla.kv_lora_rank + mla.qk_rope_head_dim
@@ -272,6 +309,7 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
         full_kv=column("full_kv"),
         sw_kv=column("sw_kv"),
         cross_kv=column("cross_kv"),
+        state=column("state"),
         word_embedding=word,
         embedding_other=emb - word + emb_norm,
         lm_head=lm_head,
@@ -287,6 +325,10 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
         mla=mla is not None,
         window=arch.sliding_window.window if arch.sliding_window else 0,
         encoder_decoder=arch.kind is ModelKind.ENCODER_DECODER,
+        conv_state_elems=rec.conv_state_elements if rec else 0,
+        ssm_state_elems=rec.ssm_state_elements if rec else 0,
+        ssm_state_fp32=rec.ssm_state_fp32 if rec else False,
+        state_heads=rec.heads if rec else 0,
     )
 
 

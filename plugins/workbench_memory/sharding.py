@@ -19,7 +19,8 @@ stages take one block more). One rank of stage ``i`` holds:
 * activations of its in-flight micro-batches (1F1B: stage i holds ``pp - i``; interleaved
   multiplies by ``1 + (pp - 1) / (pp x v)``, Korthikanti et al. 2022 Sec. 4.2.3; GPipe holds all),
   plus the step's short-lived peak, held once (loss buffers, or one block's backward);
-* for inference, the KV cache of its layers for the batch;
+* for inference, the KV cache of its attention layers for the batch, and the recurrent state of
+  its state-space / linear-attention layers (fixed per sequence, heads split over TP);
 * overhead: CUDA context, NCCL buffers per parallel group, allocator fragmentation.
 
 Every ZeRO-sharded amount is kept as a coefficient of ``1 / dp``, so a stage's memory is
@@ -208,6 +209,8 @@ class Stage:
     inflight: float
     kv: float
     kv_per_sequence: float
+    state: float  # recurrent state of the batch (inference)
+    state_per_sequence: float
     comm: float  # CUDA context + NCCL groups other than DP
     dp_comm: float  # the DP group's NCCL buffers (training, dp > 1)
     #: micro_activations x inflight + once_activations (kept as a field: the layout search reads it often)
@@ -236,6 +239,7 @@ class Stage:
             + self.opt_fixed
             + self.activations
             + self.kv
+            + self.state
             + self.comm
             + self.dp_comm
             + fragmentation * self.activations
@@ -246,7 +250,7 @@ class Stage:
         return self.weights_coef + self.grads_coef + self.opt_coef
 
     def total(self, dp: int, fragmentation: float) -> float:
-        # weights(dp) + grads(dp) + optimizer(dp) + activations + kv + overhead(dp), written out
+        # weights(dp) + grads(dp) + optimizer(dp) + activations + kv + state + overhead(dp), written out
         # (same terms, same order) because the layout search calls it for every stage it tries.
         activations = self.activations
         return (
@@ -255,6 +259,7 @@ class Stage:
             + (self.opt_fixed + self.opt_coef / dp)
             + activations
             + self.kv
+            + self.state
             + (self.comm + (self.dp_comm if dp > 1 else 0.0) + fragmentation * activations)
         )
 
@@ -335,12 +340,14 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
 
     micro, once = p.activations(tp, n, first, last)
     if p.training:
-        kv = kv_seq = 0.0
+        kv = kv_seq = state = state_seq = 0.0
     else:
         kv_seq = (
             sequence_elements(c, p.tokens, a, b) * c.kv_elems_per_rank(tp, p.kv_decompressed) * p.kv_bytes
         )
         kv = kv_seq * p.batch
+        state_seq = (c.state[b] - c.state[a]) * c.state_bytes_per_rank(tp, p.kv_bytes)
+        state = state_seq * p.batch
     groups = (tp > 1) + (pp > 1) + (ep > 1)
     return Stage(
         index=index,
@@ -364,6 +371,8 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
         inflight=p.inflight(index, pp),
         kv=kv,
         kv_per_sequence=kv_seq,
+        state=state,
+        state_per_sequence=state_seq,
         comm=p.cuda_context + p.nccl * groups,
         dp_comm=p.nccl if p.training else 0.0,
     )

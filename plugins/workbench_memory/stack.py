@@ -4,8 +4,9 @@
 with the busiest expert-parallel share); ``memory.average_gpu.*`` averages every rank. Usable
 memory is the whole device for training (context, NCCL and fragmentation are in the stack as
 ``overhead``) and ``gpu_memory_utilization x capacity`` for inference, which is what vLLM claims
-up front; what the server leaves after weights, workspace and overhead becomes KV cache, which
-gives ``kv_cache.max_concurrency``. See :mod:`workbench_memory.sharding` for the layout rules and
+up front; what the server leaves after weights, workspace and overhead becomes KV cache and
+recurrent state (``recurrent_state``: the fixed per-sequence state of state-space and
+linear-attention layers), which gives ``kv_cache.max_concurrency``. See :mod:`workbench_memory.sharding` for the layout rules and
 :mod:`workbench_memory.fit` for ``memory.min_gpus``.
 """
 
@@ -24,13 +25,14 @@ from workbench_memory.fit import MAX_GPUS, fewest_gpus, max_concurrency
 from workbench_memory.guards import out_of_memory
 from workbench_memory.sharding import Plan, Stage, build_stages, make_plan
 
-PARTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "overhead")
+PARTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "recurrent_state", "overhead")
 _LABELS = {
     "weights": "Weights",
     "gradients": "Gradients",
     "optimizer_states": "Optimizer states",
     "activations": "Activations",
     "kv_cache": "KV cache",
+    "recurrent_state": "Recurrent state",
     "overhead": "Runtime overhead",
     "total": "Total",
 }
@@ -82,7 +84,15 @@ _KEYS = tuple(
 
 def stage_parts(s: Stage, dp: int, fragmentation: float) -> tuple[float, ...]:
     """One rank's memory in :data:`PARTS` order."""
-    return (s.weights(dp), s.grads(dp), s.optimizer(dp), s.activations, s.kv, s.overhead(dp, fragmentation))
+    return (
+        s.weights(dp),
+        s.grads(dp),
+        s.optimizer(dp),
+        s.activations,
+        s.kv,
+        s.state,
+        s.overhead(dp, fragmentation),
+    )
 
 
 def _where(s: Stage, pp: int) -> str:
@@ -163,6 +173,18 @@ class _Explainer:
             f"= {format_bytes(value)}"
         )
 
+    def recurrent_state(self, value: float) -> str:
+        p, s = self.p, self.s
+        if p.training:
+            return "training keeps no recurrent state between passes"
+        if not s.state_per_sequence:
+            return "no recurrent (state-space / linear-attention) layers on this rank: 0 B"
+        return (
+            f"{p.batch} sequences x {format_bytes(s.state_per_sequence)} per sequence on this rank "
+            f"({_where(s, self.pp)}; conv window + recurrent state of each such layer, fixed whatever "
+            f"the context) = {format_bytes(value)}"
+        )
+
     def overhead(self, value: float) -> str:
         p, s = self.p, self.s
         groups = round((s.comm - p.cuda_context) / p.nccl) if p.nccl else 0
@@ -190,7 +212,8 @@ class MemoryStackEstimator:
             "kv_cache.max_concurrency",
         ),
         assumptions=A.ALL + _ACTIVATION_ASSUMPTIONS,
-        description="Weights, gradients, optimizer states, activations, KV cache and overhead on the "
+        description="Weights, gradients, optimizer states, activations, KV cache, recurrent state and "
+        "overhead on the "
         "most-loaded and the average GPU under TP/PP/DP/EP, ZeRO and offload; fit and fewest GPUs.",
     )
 
@@ -252,7 +275,11 @@ class MemoryStackEstimator:
                 "B",
                 "Total per GPU (most-loaded)",
                 lambda: (
-                    " + ".join(f"{_LABELS[k].lower()} {format_bytes(v)}" for k, v in zip(PARTS, parts))
+                    " + ".join(
+                        f"{_LABELS[k].lower()} {format_bytes(v)}"
+                        for k, v in zip(PARTS, parts)
+                        if v or k != "recurrent_state"
+                    )
                     + f" = {format_bytes(total)} ({_where(worst, pp)})"
                 ),
                 everything,
@@ -262,7 +289,10 @@ class MemoryStackEstimator:
                 average_total,
                 "B",
                 "Total per GPU (average)",
-                lambda: " + ".join(format_bytes(v) for v in average) + f" = {format_bytes(average_total)}",
+                lambda: (
+                    " + ".join(format_bytes(v) for k, v in zip(PARTS, average) if v or k != "recurrent_state")
+                    + f" = {format_bytes(average_total)}"
+                ),
                 everything,
             )
         gib = ctx.gpu.memory_gib
@@ -347,7 +377,7 @@ class MemoryStackEstimator:
             warnings.append(
                 out_of_memory(
                     scenario,
-                    dict(zip(PARTS, parts)),
+                    {k: v for k, v in zip(PARTS, parts) if v or k != "recurrent_state"},
                     total,
                     usable,
                     worst.index,
@@ -390,7 +420,7 @@ def _assumption_ids(p: Plan) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ..
             weights += (A.ZERO3_LIVE_LAYERS.id,)
         optimizer = (A.ADAFACTOR_MOMENTUM_BYTES.id,) if factored else ()
         kv = (A.KV_MLA_DECOMPRESSED.id,) if mla_kv else ()
-        per_part = (weights, (), optimizer, _ACTIVATION_IDS, kv, _OVERHEAD_IDS)
+        per_part = (weights, (), optimizer, _ACTIVATION_IDS, kv, (), _OVERHEAD_IDS)
         found = _IDS[key] = (per_part, tuple(i for ids in per_part for i in ids))
     return found
 
@@ -412,9 +442,10 @@ def _concurrency_formula(p: Plan, value: int | None, tokens: int, usable: float)
         if value is None:
             return "the model caches no keys or values"
         paged = f", paged in blocks of {p.tokens.block} tokens" if p.tokens.block else ""
+        state = " + its recurrent state" if p.c.state[p.c.layers] else ""
         return (
             f"per rank: ({format_bytes(usable)} usable - weights - workspace - overhead) / KV of one "
-            f"{tokens}-token sequence{paged}, fullest rank = {value}"
+            f"{tokens}-token sequence{paged}{state}, fullest rank = {value}"
         )
 
     return render

@@ -7,9 +7,12 @@
   Only matrices enter (embedding lookups read one row per token): the same convention as the
   compute plugin's roofline, so that its per-step bytes split exactly into weights and the
   per-sequence rest.
-* How many tensor-parallel collectives one token meets per forward pass: two per block
-  (after attention and after the MLP; one for parallel attention+MLP blocks), one more per
-  decoder block for cross-attention.
+  Hybrid models: attention matrices only in blocks with attention (a gated output doubles
+  q_proj), the recurrent mixer's projections (split over TP) in recurrent blocks, FFN matrices
+  only in blocks that have one.
+* How many tensor-parallel collectives one token meets per forward pass: one after each part of a
+  block (token mixer, MLP; one for parallel attention+MLP blocks; a mixer-only or FFN-only block
+  has one), one more per decoder block for cross-attention.
 * Trainable parameters of LoRA adapters, for the gradient exchange of a fine-tune.
 
 Everything is cached per (model object, TP, EP): sweeps pay for it once.
@@ -50,7 +53,8 @@ def _attention(arch: ModelArchitecture, tp: int) -> float:
         )
         return q + kv + heads * mla.v_head_dim * h / tp
     q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
-    return 2.0 * h * q_width / tp + 2.0 * h * kv_width / min(tp, arch.num_kv_heads)
+    q_and_o = 3.0 if arch.attention_output_gate else 2.0
+    return q_and_o * h * q_width / tp + 2.0 * h * kv_width / min(tp, arch.num_kv_heads)
 
 
 def _ffn(arch: ModelArchitecture, inner: int, tp: int) -> float:
@@ -68,19 +72,24 @@ def weight_elements(arch: ModelArchitecture, tp: int, ep: int) -> WeightElements
         return hit[1]
     moe = arch.moe
     attention = _attention(arch, tp)
+    mixer = arch.recurrent.projection_parameters / tp if arch.recurrent is not None else 0.0
     dense = experts = encoder = 0.0
     local = moe.num_experts / ep if moe else 0.0
     seq2seq = arch.kind is ModelKind.ENCODER_DECODER
     for index in range(arch.total_layers):
-        block = attention
+        block = attention if arch.has_attention(index) else 0.0
+        if arch.has_recurrent(index):
+            block += mixer
         if index >= arch.num_layers:
             block += attention  # cross-attention of a decoder block
         if moe is not None and arch.is_moe_layer(index):
             block += arch.hidden_size * moe.num_experts  # router, replicated
             if moe.shared_intermediate:
                 block += _ffn(arch, moe.shared_intermediate, tp)
+            if moe.shared_expert_gate:
+                block += arch.hidden_size  # the shared expert's gate (hidden -> 1), replicated
             experts += local * _ffn(arch, moe.expert_intermediate_size, tp)
-        else:
+        elif arch.has_ffn(index):
             block += _ffn(arch, arch.intermediate_size, tp)
         dense += block
         if seq2seq and index < arch.num_layers:
@@ -121,15 +130,49 @@ def touched_fraction(w: WeightElements, tokens: float, ep: int) -> float:
     return 1.0 - (1.0 - w.top_k / w.num_experts) ** max(tokens * ep, 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class BlockCounts:
+    """Blocks of a hybrid model by what they hold (one walk over the layers per model)."""
+
+    attention: int
+    recurrent: int
+    ffn: int
+    collectives: int  # TP all-reduces per token: one per block part (a parallel block: one)
+
+
+_COUNTS: dict[int, tuple[ModelArchitecture, BlockCounts]] = {}
+
+
+def block_counts(arch: ModelArchitecture) -> BlockCounts:
+    hit = _COUNTS.get(id(arch))
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    attention = recurrent = ffn = collectives = 0
+    for index in range(arch.total_layers):
+        mixes = arch.mixer(index).value != "none"
+        has_ffn = arch.has_ffn(index)
+        attention += arch.has_attention(index)
+        recurrent += arch.has_recurrent(index)
+        ffn += has_ffn
+        collectives += 1 if arch.parallel_attention_mlp and mixes and has_ffn else int(mixes) + int(has_ffn)
+    counts = BlockCounts(attention, recurrent, ffn, collectives)
+    if len(_COUNTS) > 512:
+        _COUNTS.clear()
+    _COUNTS[id(arch)] = (arch, counts)
+    return counts
+
+
 def tp_collectives(arch: ModelArchitecture) -> int:
     """Tensor-parallel all-reduces one token meets in a forward pass through the whole model."""
-    per_block = 1 if arch.parallel_attention_mlp else 2
     decoder = (
         arch.encoder_decoder.num_decoder_layers
         if arch.kind is ModelKind.ENCODER_DECODER and arch.encoder_decoder
         else 0
     )
-    return per_block * arch.total_layers + decoder
+    if not arch.is_hybrid:
+        per_block = 1 if arch.parallel_attention_mlp else 2
+        return per_block * arch.total_layers + decoder
+    return block_counts(arch).collectives + decoder
 
 
 def moe_layers(arch: ModelArchitecture) -> int:
@@ -139,12 +182,21 @@ def moe_layers(arch: ModelArchitecture) -> int:
 
 
 def lora_parameters(arch: ModelArchitecture, rank: int, attention_only: bool) -> float:
-    """Adapter parameters: ``rank x (in + out)`` per adapted matrix (attention, and dense/shared MLPs)."""
+    """Adapter parameters: ``rank x (in + out)`` per adapted matrix (attention, and with all-linear
+    the dense/shared MLPs and the recurrent mixers' projections)."""
     h, heads = arch.hidden_size, arch.num_attention_heads
     q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
-    attention = (h + q_width) + 2 * (h + kv_width) + (q_width + h)
+    q_out = 2 * q_width if arch.attention_output_gate else q_width
+    attention = (h + q_out) + 2 * (h + kv_width) + (q_width + h)
     mlp = 0.0 if attention_only else (3 if arch.gated_mlp else 2) * (h + arch.intermediate_size)
-    return float(rank) * arch.total_layers * (attention + mlp)
+    if not arch.is_hybrid:
+        return float(rank) * arch.total_layers * (attention + mlp)
+    n = block_counts(arch)
+    total = n.attention * attention
+    if not attention_only:
+        mixer = sum(i + o for i, o in arch.recurrent.projections) if arch.recurrent is not None else 0
+        total += n.recurrent * mixer + n.ffn * mlp
+    return float(rank) * total
 
 
 #: Bytes an optimizer step reads and writes per trained parameter (fp32 master weights and

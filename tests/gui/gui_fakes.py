@@ -11,7 +11,7 @@ from workbench.core.units import GiB
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
 from workbench.engine.quantity import Outputs, Warning, q
 
-COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "overhead")
+COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "recurrent_state", "overhead")
 MEMORY_KEYS = tuple(f"memory.{rank}.{c}" for rank in ("per_gpu", "average_gpu") for c in (*COMPONENTS, "total")) + (
     "memory.gpu_capacity", "memory.usable_capacity", "memory.fits", "memory.min_gpus", "memory.headroom",
 )
@@ -38,6 +38,7 @@ class FakeMemory:
             "optimizer_states": 4 * weights if training else 0.0,
             "activations": s.batch_size * s.seq_len * ctx.model.hidden_size * 2.0 * 4 / shards,
             "kv_cache": 0.0 if training else s.batch_size * (s.seq_len + s.gen_len) * 131072.0 / shards,
+            "recurrent_state": 0.0,  # the fake models are attention-only
             "overhead": 1.0 * GiB,
         }
         values = {}

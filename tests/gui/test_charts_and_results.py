@@ -138,3 +138,37 @@ def test_a_point_never_hides_its_ceiling_label(qtbot, catalogs) -> None:  # type
     point = view.mapViewToScene(QPointF(math.log10(ai), math.log10(attainable)))
     label = next(lb for lb in chart.ceiling_labels if lb.toPlainText().startswith("bf16"))
     assert not label.sceneBoundingRect().adjusted(-7, -7, 7, 7).contains(point)
+
+
+def test_memory_stack_shows_recurrent_state_only_when_a_model_keeps_one(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from engine_fixtures import GPU, LLAMA_8B, NODE
+    from workbench_memory.kv_cache import KvCacheEstimator
+    from workbench_memory.parameters import ParametersEstimator
+    from workbench_memory.stack import MemoryStackEstimator
+
+    from workbench.catalog.hf_config import import_hf_config
+    from workbench.core import Cluster, Scenario
+    from workbench.core.resolved import ResolvedScenario
+
+    mamba = import_hf_config(
+        {"model_type": "mamba2", "hidden_size": 1024, "num_heads": 32, "head_dim": 64, "n_groups": 1,
+         "state_size": 128, "num_hidden_layers": 24, "vocab_size": 50288, "expand": 2}, name="Mamba-2 test",
+    ).architecture  # fmt: skip
+    engine = Engine([ParametersEstimator(), KvCacheEstimator(), MemoryStackEstimator()])
+
+    def run(arch):  # type: ignore[no-untyped-def]
+        scenario = Scenario(model=arch.name, gpu=GPU.id, batch_size=8, seq_len=2048)
+        return engine.run(ResolvedScenario(scenario, arch, Cluster(accelerator=GPU, node=NODE, num_gpus=1)))
+
+    chart = MemoryStackChart()
+    qtbot.addWidget(chart)
+    chart.update_estimate(run(LLAMA_8B))
+    assert "recurrent_state" not in chart.legend_keys and "kv_cache" in chart.legend_keys
+    estimate = run(mamba)
+    chart.update_estimate(estimate)
+    assert "recurrent_state" in chart.legend_keys
+    assert chart.segment_bytes()["recurrent_state"][0] == pytest.approx(estimate.get("memory.per_gpu.recurrent_state"))
+    assert chart.segment_bytes()["kv_cache"][0] == 0
+    assert [name for _, name in ((i, lbl.text) for i, lbl in chart.legend.items)][-2:] == ["Recurrent state", "Overhead"]
+    chart.update_estimate(run(LLAMA_8B))
+    assert "recurrent_state" not in chart.legend_keys

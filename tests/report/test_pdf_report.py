@@ -363,3 +363,32 @@ def test_the_saved_comparison_sets_candidates_and_targets(qapp, tmp_path: Path) 
     data = collect(own)
     assert {c.accelerator for c in data.comparison.candidates} == {"h200-sxm", "b200"}
     assert data.comparison.targets == Targets()
+
+
+def test_memory_chart_has_a_recurrent_state_segment_for_state_space_models(qapp) -> None:  # type: ignore[no-untyped-def]
+    from engine_fixtures import GPU, LLAMA_8B, NODE
+    from workbench_memory.kv_cache import KvCacheEstimator
+    from workbench_memory.parameters import ParametersEstimator
+    from workbench_memory.stack import MemoryStackEstimator
+
+    from workbench.catalog.hf_config import import_hf_config
+    from workbench.core import Cluster, Scenario
+    from workbench.core.resolved import ResolvedScenario
+    from workbench.engine.pipeline import Engine
+    from workbench.report.charts import MemoryStackChart
+
+    mamba = import_hf_config(
+        {"model_type": "mamba2", "hidden_size": 1024, "num_heads": 32, "head_dim": 64, "n_groups": 1,
+         "state_size": 128, "num_hidden_layers": 24, "vocab_size": 50288, "expand": 2}, name="Mamba-2 test",
+    ).architecture  # fmt: skip
+    engine = Engine([ParametersEstimator(), KvCacheEstimator(), MemoryStackEstimator()])
+    charts = {}
+    for arch in (LLAMA_8B, mamba):
+        scenario = Scenario(model=arch.name, gpu=GPU.id, batch_size=8, seq_len=2048)
+        estimate = engine.run(ResolvedScenario(scenario, arch, Cluster(accelerator=GPU, node=NODE, num_gpus=1)))
+        charts[arch.name] = (MemoryStackChart(estimate), estimate)
+    llama, _ = charts[LLAMA_8B.name]
+    chart, estimate = charts["Mamba-2 test"]
+    assert llama.segments["recurrent_state"] == (0.0, 0.0) and llama.segments["kv_cache"][0] > 0
+    assert chart.segments["recurrent_state"][0] == estimate.get("memory.per_gpu.recurrent_state") > 0
+    assert chart.segments["kv_cache"] == (0.0, 0.0)

@@ -49,11 +49,14 @@ class MemoryStackChart(QWidget):
         self.plot.setXRange(X_MIN, X_MAX, padding=0)
         self.legend = self.plot.addLegend(offset=(-4, -4), labelTextSize="8pt", verSpacing=-6)
         self.bars: dict[str, pg.BarGraphItem] = {}
-        for key, name, colour in theme.MEMORY_COMPONENTS:
+        for key, _name, colour in theme.MEMORY_COMPONENTS:
             bar = pg.BarGraphItem(x=[0, 1], height=[0, 0], y0=[0, 0], width=BAR_WIDTH, brush=colour,
-                                  pen=pg.mkPen(theme.chart_background(), width=1), name=name)
+                                  pen=pg.mkPen(theme.chart_background(), width=1))
             self.plot.addItem(bar)
             self.bars[key] = bar
+        # Optional components (the recurrent state) join the legend only when a model has them.
+        self.legend_keys: tuple[str, ...] = ()
+        self._set_legend(frozenset())
         # Capacity lines span the bars only (the legend sits to their right) and carry their own labels.
         self.capacity_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
         self.usable_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1.5,
@@ -82,6 +85,16 @@ class MemoryStackChart(QWidget):
         self.plot_widget.viewport().installEventFilter(self)
         self.restyle()
 
+    def _set_legend(self, present: frozenset[str]) -> None:
+        keys = tuple(k for k, _, _ in theme.MEMORY_COMPONENTS if k not in theme.OPTIONAL_COMPONENTS or k in present)
+        if keys == self.legend_keys:
+            return
+        self.legend.clear()
+        names = {k: n for k, n, _ in theme.MEMORY_COMPONENTS}
+        for key in keys:
+            self.legend.addItem(self.bars[key], names[key])
+        self.legend_keys = keys
+
     # --- data ---------------------------------------------------------------------------------
 
     def segment_bytes(self) -> dict[str, tuple[float, float]]:
@@ -104,6 +117,7 @@ class MemoryStackChart(QWidget):
             stacks = [s + h for s, h in zip(stacks, heights)]
             self._heights[key] = (heights[0], heights[1])
             self.bars[key].setOpts(x=[0, 1], height=heights, y0=bases, width=BAR_WIDTH)
+        self._set_legend(frozenset(k for k in theme.OPTIONAL_COMPONENTS if any(self._heights[k])))
         total = number(estimate, "memory.per_gpu.total")
         top = max(stacks[0], stacks[1], (total or 0) / GiB)
         capacity = number(estimate, "memory.gpu_capacity")

@@ -10,14 +10,19 @@ import pyqtgraph as pg
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
 #: Memory components, in stacking order (bottom first), with their display names and colours.
+#: ``recurrent_state`` (the fixed per-sequence state of state-space / linear-attention layers) is
+#: listed in legends only when a model has some (:data:`OPTIONAL_COMPONENTS`).
 MEMORY_COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("weights", "Weights", "#0072B2"),
     ("gradients", "Gradients", "#E69F00"),
     ("optimizer_states", "Optimizer states", "#CC79A7"),
     ("activations", "Activations", "#009E73"),
     ("kv_cache", "KV cache", "#56B4E9"),
+    ("recurrent_state", "Recurrent state", "#7B5EA7"),
     ("overhead", "Overhead", "#999999"),
 )
+
+OPTIONAL_COMPONENTS = frozenset({"recurrent_state"})
 
 PHASE_COLOURS = {"prefill": "#D55E00", "decode": "#0072B2", "training": "#009E73"}
 OK_COLOUR = "#1b9e4b"

@@ -28,6 +28,7 @@ MEMORY_COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("optimizer_states", "Optimizer states", "#CC79A7"),
     ("activations", "Activations", "#009E73"),
     ("kv_cache", "KV cache", "#56B4E9"),
+    ("recurrent_state", "Recurrent state", "#7B5EA7"),
     ("overhead", "Runtime overhead", "#999999"),
 )
 PHASE_COLOURS = {"prefill": "#D55E00", "decode": "#0072B2", "training": "#009E73"}

@@ -693,6 +693,8 @@ def build_memory(data: ReportData, body: Body) -> None:
             most, avg = e.values.get(f"memory.per_gpu.{key}"), e.values.get(f"memory.average_gpu.{key}")
             if most is None and avg is None:
                 continue
+            if key == "recurrent_state" and not (most and most.value) and not (avg and avg.value):
+                continue  # only models with state-space / linear-attention layers keep one
             rows.append((_e(name), format_value(most), format_value(avg)))
         rows.append(
             (

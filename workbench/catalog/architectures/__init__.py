@@ -17,10 +17,12 @@ from workbench.catalog.architectures import (  # noqa: F401 - imported to regist
     kimi,
     lfm2,
     llama,
+    mamba,
     nemotron,
     phi,
     qwen,
     qwen3_5,
+    qwen_next,
     zamba,
 )
 from workbench.catalog.architectures.registry import READERS, Reader

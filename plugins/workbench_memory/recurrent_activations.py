@@ -1,0 +1,97 @@
+"""Activation bytes a recurrent mixer keeps for backward, as transformers' CPU torch path saves them.
+
+Listed tensor by tensor with ``saved_tensors_hooks`` (``tests/validation/test_hybrid_families.py``
+holds the sums). ``b`` sequences of ``T`` tokens (``N = b T``), padded to ``c = ceil(T / Q)``
+chunks of ``Q`` (``NL = b c Q``), ``dt`` the compute dtype's bytes. The chunked kernels compute in
+fp32 whatever the model dtype, so most of what they keep is fp32; an ``.float()`` of an fp32
+tensor is the tensor itself, so fp32 models keep a few tensors fewer than 16-bit ones.
+
+* **Mamba-2** (``Mamba2Mixer.forward`` + ``mamba2_chunk_scan``), ``I`` inner width, ``C`` conv
+  channels, ``H`` heads of ``p`` dims, ``n`` state, ``G`` groups, ``K`` kernel: the in-projection
+  output (``N (I + C + H) dt``; the conv reads a view of it), the conv output before its causal
+  slice (``b C (T + K - 1) dt``), dt after its bias, softplus and clamp, the fp32 copy of x (fp32
+  models: the conv's activation output, which x, B and C are views of), and in the scan the padded
+  x, x times dt and two contiguous copies of it for the einsums, the exp of the segment sums, C B^T
+  and its masked product (``3 b c H Q^2`` in fp32), the per-head copies of B and C (five of
+  ``NL H n``), the decays, the chunk states and their recurrence (``b H (c + 1) p n`` twice), then
+  the gated RMSNorm in fp32 (the gate's upcast, its SiLU, the padded scan output, their product,
+  rsqrt per group, the normalised tensor) and the out-projection's input.
+* **Gated DeltaNet** (``Qwen3NextGatedDeltaNet`` + ``torch_chunk_gated_delta_rule``): see
+  :func:`gated_deltanet_bytes`; other kinds: :func:`mixer_bytes`.
+
+Tensor parallelism splits all of it by heads (vLLM and Megatron-LM shard the mixers by heads).
+"""
+
+from __future__ import annotations
+
+from workbench.core.model import RecurrentKind, RecurrentMixer
+
+
+def _chunks(m: RecurrentMixer, tokens: int) -> tuple[int, int]:
+    q = m.chunk_size or 1
+    return -(-tokens // q), q
+
+
+def mamba2_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one Mamba-2 mixer keeps for backward for ``batch`` sequences of ``tokens``."""
+    c, q = _chunks(m, tokens)
+    h, p, n, g, k = m.heads, m.head_dim, m.state_size, m.groups, m.conv_kernel
+    inner, conv = h * p, m.conv_channels
+    fp32 = dt == 4.0
+    N, NL = float(batch * tokens), float(batch * c * q)
+    kept = N * (inner + conv + h) * dt + batch * conv * (tokens + k - 1) * dt
+    kept += N * h * (2.0 * dt + (4.0 if fp32 else 8.0))  # dt + bias, softplus; clamp or two fp32 copies
+    kept += N * (conv if fp32 else inner) * 4.0  # the conv's activation output, or x's fp32 copy
+    scan = 4.0 * NL * inner + 5.0 * NL * h * n + 2.0 * NL * h
+    scan += 3.0 * batch * c * h * q * q + batch * h * (c + 1) ** 2
+    scan += batch * h * p * n * (2.0 * c + 1.0) + 2.0 * h
+    kept += 4.0 * scan + 2.0 * q * q + 2.0 * (c + 1) ** 2  # fp32, and the bool causal masks
+    gate_upcast = 0.0 if fp32 else N * inner * 4.0
+    kept += gate_upcast + 4.0 * (3.0 * N * inner + NL * inner + N * g) + N * inner * dt
+    return kept
+
+
+def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one Gated DeltaNet mixer keeps for backward: the concatenated q|k|v the conv reads and
+    the conv output before its slice, beta, the decay's inputs, the fp32 q and k with their L2-norm
+    rsqrt, then in the chunked rule (fp32, padded, ``H`` value heads, ``d_k``/``d_v`` dims): padded
+    beta, v and k, the causal mask, five ``Q x Q`` matrices per chunk (decays, ``k_beta K^T``,
+    ``Q K^T``, the UT system, the intra-chunk attention), six ``NL H d_k`` tensors (k_beta, scaled
+    and decayed q, padded and decayed k, k_cumdecay), three ``NL H d_v`` (padded v, the UT solve's
+    values, the corrected values of each chunk), four decays per position and one per chunk, and
+    the state each chunk reads (``c`` of ``d_k x d_v`` per head); then the gated RMSNorm (fp32
+    upcasts of the output and the gate, its SiLU, rsqrt per head, two ``dt`` products) and the
+    out-projection's input."""
+    c, q = _chunks(m, tokens)
+    h, dk, dv, k = m.heads, m.state_size, m.head_dim, m.conv_kernel
+    conv, values = m.conv_channels, h * dv
+    N, NL = float(batch * tokens), float(batch * c * q)
+    kept = N * conv * dt + batch * conv * (tokens + k - 1) * dt + N * h * dt + 2.0 * h * 4.0
+    kept += 2.0 * N * h * 4.0  # the decay's input after its bias, and its softplus
+    kept += 2.0 * N * h * (dk + 1.0) * 4.0  # q and k in fp32 (l2norm's input) and their rsqrt
+    scan = 5.0 * batch * h * c * q * q + 6.0 * NL * h * dk
+    scan += 3.0 * NL * h * dv + 4.0 * NL * h + batch * h * c + c * batch * h * dk * dv
+    kept += 4.0 * scan + q * q
+    kept += N * values * (12.0 + 3.0 * dt) + N * h * 4.0
+    return kept
+
+
+def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Mixers whose kernels are not listed here (Mamba-1's selective scan, short convolutions): what
+    any such mixer keeps at least, per token, the input and output of each projection, the conv's
+    input and output and the fp32 scan's input, output and per-head decay, in ``dt``/fp32."""
+    proj = sum(i + o for i, o in m.projections)
+    per_token = dt * (proj + 2.0 * m.conv_channels) + 4.0 * (2.0 * m.heads * m.head_dim + m.heads)
+    return batch * tokens * per_token
+
+
+def mixer_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one recurrent mixer keeps for backward (its input's norm and the residual excluded).
+
+    Kimi Delta Attention runs the same chunked delta rule as Gated DeltaNet (with per-channel
+    decays) and is costed as it."""
+    if m.kind is RecurrentKind.MAMBA2:
+        return mamba2_bytes(m, batch, tokens, dt)
+    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
+        return gated_deltanet_bytes(m, batch, tokens, dt)
+    return generic_bytes(m, batch, tokens, dt)
