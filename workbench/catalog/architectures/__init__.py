@@ -8,9 +8,14 @@ entry point that uses them.
 from workbench.catalog.architectures import (  # noqa: F401 - imported to register their readers
     deepseek,
     encoders,
+    ernie,
     gemma,
+    glm,
     gpt,
+    gpt_oss,
     llama,
+    minimax,
+    olmo,
     phi,
     qwen,
 )
