@@ -126,19 +126,39 @@ def test_gpt_oss_120b_hand_count() -> None:
     assert count.active == total - layers * (e - k) * expert
 
 
-# Publishers' rounded figures. OpenAI's "active" counts the unembedding but not the embedding table
-# (gpt-oss-120b: 5.13B); GLM's and MiniMax's headline active figures leave both out.
+# Publishers' rounded figures. OpenAI's "active" figure matches our count without the input
+# embedding table (gpt-oss-120b: 5.13B; the unembedding is counted); GLM's and MiniMax's headline
+# active figures match it without both tables (MiniMax: 9.80B published as "10B").
 PUBLISHED = {
-    # name: (total, active, active excludes (embedding tables), source)
-    "gpt-oss-120b": (117e9, 5.1e9, 1, "openai/gpt-oss@0492bd3e README.md: '117B parameters with 5.1B active "
-                                       "parameters'"),
+    # name: (total, active, embedding tables the active figure leaves out, source)
+    "gpt-oss-120b": (
+        117e9, 5.1e9, 1, "openai/gpt-oss@0492bd3e README.md: '117B parameters with 5.1B active parameters'"
+    ),
     "gpt-oss-20b": (21e9, 3.6e9, 1, "same README: '21B parameters with 3.6B active parameters'"),
-    "glm-4.5-air": (106e9, 12e9, 2, "transformers docs, model_doc/glm4_moe: 'GLM-4.5-Air ... 106 billion total "
-                                    "parameters and 12 billion active parameters'"),
-    "minimax-m2.7": (230e9, 10e9, 2, "MiniMax-AI/MiniMax-M2@1acac8b README.md: '230 billion total parameters "
-                                     "with 10 billion active parameters' (the M2 layout M2.7 keeps)"),
-    "deepseek-v3.2": (671e9, None, 0, "DeepSeek-V3 report (arXiv:2412.19437): 671B total; V3.2 = V3 + a "
-                                      "0.85B indexer (no V3.2 figure found)"),
+    "glm-4.5-air": (
+        106e9,
+        12e9,
+        2,
+        (
+            "transformers docs, model_doc/glm4_moe: 'GLM-4.5-Air ... 106 billion total parameters and "
+            "12 billion active parameters'"
+        ),
+    ),
+    "minimax-m2.7": (
+        230e9,
+        10e9,
+        2,
+        (
+            "MiniMax-AI/MiniMax-M2@1acac8b README.md: '230 billion total parameters with 10 billion active "
+            "parameters' (the M2 layout M2.7 keeps)"
+        ),
+    ),
+    "deepseek-v3.2": (
+        671e9,
+        None,
+        0,
+        "DeepSeek-V3 report (arXiv:2412.19437): 671B total; V3.2 = V3 + a 0.85B indexer (no V3.2 figure found)",
+    ),
 }
 
 
