@@ -66,7 +66,7 @@ def weight_bytes(
     ``expert_format`` is the checkpoint's own routed-expert format (``MoEConfig.expert_weight_format``)."""
     fmt, bits = format_bits(scenario)
     keep = bits < UNQUANTIZED_BITS and keep_16bit() >= 0.5  # the switch is read only when it matters
-    own_experts = expert_format if scenario.weights is None and not scenario.is_training else None
+    own_experts = scenario.expert_format(expert_format)
     key = (fmt, bits, keep, scenario.dtype is DType.FP32, own_experts)
     found = _BYTES.get(key)
     if found is None:

@@ -278,3 +278,23 @@ def test_kv_cache_after_prefill(model_type: str) -> None:
     else:
         assert index == 0
     assert ours == kv + index
+
+
+def test_decode_reads_mxfp4_experts_at_their_own_width() -> None:
+    """The roofline and the serving model read the routed experts a decode step touches at 4.25 bits
+    when the checkpoint's weights are served: one token touches top-k / E of each layer's experts."""
+    from workbench_compute import ComputeEstimator
+
+    arch = import_hf_config(data_config("gpt-oss-20b")).architecture
+    plain = arch.model_copy(update={"moe": arch.moe.model_copy(update={"expert_weight_format": None})})
+
+    def decode_bytes(model: ModelArchitecture, **fields: object) -> float:
+        scenario = Scenario(model=model.name, gpu=GPU.id, dtype="bf16", batch_size=1, **fields)
+        est = Engine([ComputeEstimator()]).run(
+            ResolvedScenario(scenario, model, Cluster(accelerator=GPU, node=NODE, num_gpus=1))
+        )
+        return float(est.get("roofline.decode.bytes"))
+
+    touched = _expert_matrices(arch) * 4 / 32
+    assert decode_bytes(plain) - decode_bytes(arch) == pytest.approx(touched * (2 - 4.25 / 8), rel=1e-9)
+    assert decode_bytes(arch, weights="bf16") == decode_bytes(plain, weights="bf16")
