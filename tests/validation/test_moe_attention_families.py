@@ -298,3 +298,22 @@ def test_decode_reads_mxfp4_experts_at_their_own_width() -> None:
     touched = _expert_matrices(arch) * 4 / 32
     assert decode_bytes(plain) - decode_bytes(arch) == pytest.approx(touched * (2 - 4.25 / 8), rel=1e-9)
     assert decode_bytes(arch, weights="bf16") == decode_bytes(plain, weights="bf16")
+
+
+def test_class_default_shapes_against_published_figures() -> None:
+    """No real ERNIE-4.5-MoE or Phi-3.5-MoE config.json was found to ship; their transformers config
+    classes default to the published flagship shapes (ERNIE-4.5-21B-A3B: hidden 2560, 28 layers,
+    64 + 2 experts, top-6; Phi-3.5-MoE: 16 x 3.8B experts, top-2), so an empty config is checked
+    against the publishers' figures:
+
+    * transformers docs, model_doc/ernie4_5_moe: "one with 21B total, 3B active parameters" (a
+      size-class name: 21.83B, held to 6% as test_param_counts_vs_transformers.py holds size
+      classes; active without the (tied) embedding 3.09B);
+    * Phi-3.5-MoE model card: "Phi-3.5-MoE with only 6.6B active parameters".
+    """
+    ernie = import_hf_config({"model_type": "ernie4_5_moe"}).architecture
+    count = count_parameters(ernie)
+    assert count.total == pytest.approx(21e9, rel=0.06)
+    assert count.active - ernie.vocab_size * ernie.hidden_size == pytest.approx(3e9, rel=0.06)
+    phimoe = count_parameters(import_hf_config({"model_type": "phimoe"}).architecture)
+    assert phimoe.active == pytest.approx(6.6e9, rel=0.02)
