@@ -27,7 +27,7 @@ from engine_fixtures import GPU, NODE
 from workbench_memory.kv_cache import KvCacheEstimator
 from workbench_memory.stack import MemoryStackEstimator
 
-from workbench.catalog.hf_config import import_hf_config
+from workbench.catalog.hf_config import import_hf_config, import_hf_path
 from workbench.core import Cluster, Scenario
 from workbench.core.dtypes import WeightFormat
 from workbench.core.model import ModelArchitecture
@@ -317,3 +317,30 @@ def test_class_default_shapes_against_published_figures() -> None:
     assert count.active - ernie.vocab_size * ernie.hidden_size == pytest.approx(3e9, rel=0.06)
     phimoe = count_parameters(import_hf_config({"model_type": "phimoe"}).architecture)
     assert phimoe.active == pytest.approx(6.6e9, rel=0.02)
+
+
+def test_mxfp4_folder_headers_agree_with_the_count(tmp_path: Path) -> None:
+    """A gpt-oss folder laid out as the published MXFP4 checkpoints are (per expert matrix: uint8
+    ``*_blocks`` of two 4-bit values per byte and uint8 ``*_scales``, one per 32 values; biases
+    and everything else bf16), written from the transformers model's own state dict: the importer
+    explains the headers' count instead of reporting a difference."""
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    config = _S | {"model_type": "gpt_oss", "num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16,
+                   "intermediate_size": 64, "quantization_config": {"quant_method": "mxfp4",
+                   "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                              "model.embed_tokens", "lm_head"]}}
+    model = build({k: v for k, v in config.items() if k != "quantization_config"}, device="cpu")
+    tensors = {}
+    for name, tensor in model.state_dict().items():
+        if name.endswith(("experts.gate_up_proj", "experts.down_proj")):
+            experts, rows, cols = tensor.shape[0], tensor.shape[2], tensor.shape[1]  # stored (out, in)
+            tensors[f"{name}_blocks"] = torch.zeros(experts, rows, cols // 32, 16, dtype=torch.uint8)
+            tensors[f"{name}_scales"] = torch.zeros(experts, rows, cols // 32, dtype=torch.uint8)
+        else:
+            tensors[name] = tensor.to(torch.bfloat16).contiguous()
+    safetensors_torch.save_file(tensors, str(tmp_path / "model.safetensors"))
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    imported = import_hf_path(tmp_path)
+    assert not [n for n in imported.notes if "the architecture counts" in n], imported.notes
+    assert any("MXFP4 expert weights" in n for n in imported.notes)
+    assert count_parameters(imported.architecture).total == sum(p.numel() for p in model.parameters())
