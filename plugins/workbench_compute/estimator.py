@@ -302,10 +302,14 @@ class ComputeEstimator:
         tp, pp, ep = par.tp, par.pp, par.ep
         act_bytes, kv_bytes = sc.dtype.bytes, sc.kv_cache_dtype.bytes
         w_bytes = w_bits / 8
+        # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read
+        # at that format when the scenario serves the checkpoint's weights.
+        own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
+        e_bytes = weight_bits(own) / 8 if own is not None else 0.0
         eager = sc.attention is AttentionKernel.EAGER
         prefill = phase_roofline(
             shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
-            weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
+            weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes, expert_bytes=e_bytes,
         )
         images = request_images(arch, sc)
         if images is not None:  # the vision encoder's work, split over the GPUs like the prompt's
@@ -317,7 +321,7 @@ class ComputeEstimator:
         if dec is not None:
             decode = phase_roofline(
                 shape, dec, b, tp=tp, pp=pp, ep=ep, decode=True, eager=eager, latent=latent,
-                weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes,
+                weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes, expert_bytes=e_bytes,
             )
         train_roof = None
         if training:
@@ -326,12 +330,13 @@ class ComputeEstimator:
 
         def note(phase: str) -> str:  # rendered only inside a formula someone reads
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
+            experts = f" (routed experts {own.value}, {e_bytes:g} B)" if own is not None else ""
             if phase == "prefill":
-                text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each, activations {act_bytes:g} B"
+                text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each{experts}, activations {act_bytes:g} B"
                 if images is not None:
                     text += f"; with the vision encoder over {b} x {images.images} image(s)"
             elif phase == "decode":
-                text = f"{b} new tokens; weights {w_bytes:g} B each, KV cache {kv_bytes:g} B per element"
+                text = f"{b} new tokens; weights {w_bytes:g} B each{experts}, KV cache {kv_bytes:g} B per element"
             else:
                 text = f"weight GEMMs of one micro-batch step, {b} x {s} tokens, operands {act_bytes:g} B"
             return f"{text}; {where}"

@@ -19,6 +19,8 @@ transformers models, under ``torch.utils.flop_counter.FlopCounterMode``):
   ``prefill`` runs it on the last position of each sequence only (what ``generate()``
   (``logits_to_keep=1``) and serving engines execute); an encoder's (masked-LM) head runs on
   every position in both.
+* DeepSeek-V3.2's indexer (its projections and its per-head scores over every cached key) runs
+  under ``torch.no_grad`` in transformers: forward only, no backward.
 * Backward costs 2x forward for every matmul (gradient w.r.t. the input and w.r.t. the weight)
   and for the weightless attention products (two input gradients each). A frozen matrix (LoRA,
   QLoRA) costs 1x (input gradient only); adapters cost their forward 2x. The patch embedding of
@@ -71,6 +73,9 @@ class Pass:
     attention_terms: list[tuple[AttentionGroup, float, float, float]]
     recurrent: float = 0.0  # recurrent mixers' convolution and scan (or decode-step recurrence)
     recurrent_backward: float = 0.0  # their backward
+    #: the parts of ``gemm`` and ``attention`` run without gradient (DeepSeek-V3.2's indexer)
+    no_grad_gemm: float = 0.0
+    no_grad_attention: float = 0.0
 
     @property
     def total(self) -> float:
@@ -167,7 +172,7 @@ def _full_pass(
     tokens = full_pass_tokens(shape, batch, seq_len, head_all=head_all)
     s = shape.tokens_per_sample or seq_len
     dec_len = seq_len if head_all else 1
-    attention = 0.0
+    attention = no_grad_attention = 0.0
     terms: list[tuple[AttentionGroup, float, float, float]] = []
     for group in shape.attention:
         if group.query_stream == MAIN:
@@ -179,14 +184,17 @@ def _full_pass(
         pairs = float(q * kv)
         if discount and group.causal and q == kv:
             pairs -= discount * (pairs - causal_pairs(q, group.window))
-        attention += _attention_flops(group, batch, pairs)
+        flops = _attention_flops(group, batch, pairs)
+        attention += flops
+        no_grad_attention += flops if group.no_grad else 0.0
         terms.append((group, float(q), float(kv), pairs))
     gemm, block = _gemm(shape, tokens)
     patch = shape.coef[PATCH] * tokens.get(PATCH, 0.0)
     lora = _lora(shape, tokens, lora_targets, lora_rank) if lora_targets else 0.0
     recurrent = sum(g.layers * scan_flops(g.mixer, s) for g in shape.recurrent) * batch
     backward = sum(g.layers * scan_backward_flops(g.mixer, s) for g in shape.recurrent) * batch
-    return Pass(tokens, gemm, block, attention, patch, lora, terms, recurrent, backward)
+    no_grad = sum(shape.no_grad_coef.get(stream, 0.0) * count for stream, count in tokens.items())
+    return Pass(tokens, gemm, block, attention, patch, lora, terms, recurrent, backward, no_grad, no_grad_attention)
 
 
 def decode_contexts(shape: ModelShape, seq_len: int, gen_len: int, fraction: float) -> tuple[float, float]:
@@ -257,6 +265,8 @@ def training_flops(fwd: Pass, frozen: bool, recompute: str) -> TrainingFlops:
         backward = 2.0 * fwd.gemm - fwd.patch + 2.0 * fwd.attention
     if fwd.recurrent_backward:
         backward += fwd.recurrent_backward
+    # Work under torch.no_grad (DeepSeek-V3.2's indexer) has no backward.
+    backward -= (1.0 if frozen else 2.0) * fwd.no_grad_gemm + 2.0 * fwd.no_grad_attention
     if recompute == "full":
         again = fwd.block_gemm + fwd.attention + fwd.lora + fwd.recurrent
     elif recompute == "selective":

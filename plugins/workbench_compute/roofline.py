@@ -108,9 +108,16 @@ def _touched(shape: ModelShape, tokens: float, ep: int) -> float:
 
 
 def _weights_and_activations(
-    shape: ModelShape, gpu: PerGpu, tokens: dict[str, float], ep: int, weight_bytes: float, act_bytes: float
+    shape: ModelShape,
+    gpu: PerGpu,
+    tokens: dict[str, float],
+    ep: int,
+    weight_bytes: float,
+    act_bytes: float,
+    expert_bytes: float = 0.0,
 ) -> tuple[float, float, float]:
-    flops = weights = act = 0.0
+    """``expert_bytes``: bytes per routed-expert weight when they differ (gpt-oss's MXFP4 experts)."""
+    flops = weights = experts = act = 0.0
     for stream, count in tokens.items():
         if not count:
             continue
@@ -118,8 +125,8 @@ def _weights_and_activations(
         act += gpu.act[stream] * count
         weights += gpu.weights[stream]
         if gpu.expert_weights[stream]:
-            weights += gpu.expert_weights[stream] * _touched(shape, count, ep)
-    return flops, weights * weight_bytes, act * act_bytes
+            experts += gpu.expert_weights[stream] * _touched(shape, count, ep)
+    return flops, weights * weight_bytes + experts * (expert_bytes or weight_bytes), act * act_bytes
 
 
 #: Rooflines by input (the pass by identity: passes are cached too). The GPU model is not an
@@ -154,16 +161,23 @@ def phase_roofline(
     weight_bytes: float,
     act_bytes: float,
     kv_bytes: float,
+    expert_bytes: float = 0.0,
 ) -> PhaseRoofline:
-    """Prefill / forward (``decode=False``) or one decode step, per GPU (cached, shared)."""
+    """Prefill / forward (``decode=False``) or one decode step, per GPU (cached, shared).
+
+    ``expert_bytes`` (0: ``weight_bytes``) prices the routed experts' weights apart, for a
+    checkpoint that stores them in a format of their own (gpt-oss: MXFP4)."""
     key = (
         "phase", id(shape), id(p), batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes,
+        expert_bytes,
     )  # fmt: skip
     found = _roof(key, shape, p)
     if found is None:
         found = _keep(
             key, shape, p,
-            _phase_roofline(shape, p, batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes),
+            _phase_roofline(
+                shape, p, batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes, expert_bytes
+            ),
         )  # fmt: skip
     return found
 
@@ -181,9 +195,12 @@ def _phase_roofline(
     weight_bytes: float,
     act_bytes: float,
     kv_bytes: float,
+    expert_bytes: float = 0.0,
 ) -> PhaseRoofline:
     gpu = per_gpu(shape, tp, ep)
-    flops, weights, act = _weights_and_activations(shape, gpu, p.tokens, ep, weight_bytes, act_bytes)
+    flops, weights, act = _weights_and_activations(
+        shape, gpu, p.tokens, ep, weight_bytes, act_bytes, expert_bytes
+    )
     flops += p.attention / tp
     attention = 0.0
     for group, q, kv, pairs in p.attention_terms:

@@ -59,6 +59,7 @@ class Gemm:
     lora: int = LORA_NONE  # 2: adapted under "attention" and "all-linear"; 1: under "all-linear"
     expert: bool = False  # a routed expert matrix (one of num_experts copies)
     kv_heads: int = 0  # for KV projections: heads, so a TP shard holds at least one
+    no_grad: bool = False  # runs under torch.no_grad (DeepSeek-V3.2's indexer): no backward
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class AttentionGroup:
     kv_heads: int = 0  # heads TP splits the per-head K/V over
     #: MLA: weights of kv_b_proj, which re-expands each cached latent when decode does not absorb it
     expand: int = 0
+    no_grad: bool = False  # DeepSeek-V3.2's indexer scores: computed under torch.no_grad
 
 
 @dataclass(slots=True)
@@ -106,6 +108,8 @@ class ModelShape:
     moe_experts: int
     dims: dict[str, int]  # named widths for alignment checks
     recurrent: tuple[RecurrentGroup, ...] = ()  # recurrent mixers (kernel FLOPs per sequence)
+    #: The part of ``coef`` that runs without gradient (DeepSeek-V3.2's indexer projections).
+    no_grad_coef: dict[str, float] = field(default_factory=dict)
     per_gpu_cache: dict[tuple[int, int], Any] = field(default_factory=dict)  # (TP, EP) -> roofline.PerGpu
     alignment_cache: dict[tuple[int, Any], Any] = field(default_factory=dict)  # (TP, dtype) -> Warning | None
 
@@ -153,6 +157,15 @@ def _attention_gemms(arch: ModelArchitecture, layers: int, stream: str, kv_strea
             )
         )
         out.append(Gemm("o_proj", heads * mla.v_head_dim, h, layers, stream, ROW, lora=LORA_ATTENTION))
+        ix = arch.indexer
+        if ix is not None and mla.q_lora_rank is not None:
+            # DeepSeek-V3.2's indexer (transformers' DeepseekV32Indexer.forward, under torch.no_grad):
+            # queries from the query latent, one shared key and per-head weights from the hidden state.
+            out += [
+                Gemm("indexer.wq_b", mla.q_lora_rank, ix.heads * ix.head_dim, layers, stream, REPLICATED, no_grad=True),
+                Gemm("indexer.wk", h, ix.head_dim, layers, stream, REPLICATED, no_grad=True),
+                Gemm("indexer.weights_proj", h, ix.heads, layers, stream, REPLICATED, no_grad=True),
+            ]
         return out
     q_width, kv_width = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
     q_out = 2 * q_width if arch.attention_output_gate else q_width
@@ -235,7 +248,7 @@ def _attention_groups(
             else None
         )
         by_window[window] = by_window.get(window, 0) + 1
-    return [
+    groups = [
         AttentionGroup(
             count,
             heads,
@@ -254,6 +267,19 @@ def _attention_groups(
         )
         for window, count in by_window.items()
     ]
+    ix = arch.indexer
+    if ix is not None and not cross and len(indices):
+        # The indexer scores every (query, cached key) pair: q.k per head (index_head_dim), then the
+        # per-head weights sum the heads (one more multiply-add per head): 2 x heads x (dim + 1).
+        # Its keys are cached, single-head. The main attention stays dense, as transformers' eager
+        # and SDPA paths run it (a sparse kernel would read only index_topk keys per query).
+        dim = ix.head_dim
+        groups.append(
+            AttentionGroup(
+                len(indices), ix.heads, dim, 1, causal, None, query_stream, False, dim, 1, dim, dim, 1, 0, True
+            )
+        )
+    return groups
 
 
 def build_shape(arch: ModelArchitecture) -> ModelShape:
@@ -305,9 +331,12 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
     coef = dict.fromkeys(STREAMS, 0.0)
     block_coef = dict.fromkeys(STREAMS, 0.0)
     lora_coef = {t: dict.fromkeys(STREAMS, 0.0) for t in (LORA_ALL_LINEAR, LORA_ATTENTION)}
+    no_grad_coef = dict.fromkeys(STREAMS, 0.0)
     for g in gemms:
         flops = 2.0 * g.fanout * g.k * g.n * g.layers
         coef[g.stream] += flops
+        if g.no_grad:
+            no_grad_coef[g.stream] += flops
         if g.stream in (MAIN, DEC, CROSS):
             block_coef[g.stream] += flops
         for targets, per_stream in lora_coef.items():
@@ -344,6 +373,7 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
         attention=tuple(attention),
         coef=coef,
         block_coef=block_coef,
+        no_grad_coef=no_grad_coef,
         lora_coef=lora_coef,
         tokens_per_sample=tokens,
         patch_tokens=patches,

@@ -197,7 +197,7 @@ _ACT_SAVES = {
     "tanh": 0,
     "sigmoid": 0,
 }
-_COMPUTE_DTYPE_SOFTMAX = ("gpt2", "gptj", "falcon")  # eager softmax without the fp32 upcast
+_COMPUTE_DTYPE_SOFTMAX = ("gpt2", "gptj", "falcon", "gpt_oss")  # eager softmax without the fp32 upcast
 #: One fused qkv projection whose output q, k and v are views of (transformers' modeling files).
 _FUSED_QKV = (
     "gpt2",
@@ -212,12 +212,13 @@ _FUSED_QKV = (
     "codegen",
 )
 #: RoPE on part of the head dims, rebuilt with torch.cat: q comes out (b, heads, s, d)-contiguous.
-_CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm")
-_FP32_ROUTER = ("deepseek",)
+_CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm", "glm4_moe", "minimax_m2")
+_FP32_ROUTER = ("deepseek", "glm4_moe", "ernie4_5_moe")  # router logits on an fp32 copy of the hidden state
 #: The residual stream stays fp32 between blocks (Mamba-2's residual_in_fp32, True by default).
 _FP32_RESIDUAL = ("mamba2",)
-#: RMSNorms computed in fp32 with a (1 + w) weight: they keep fp32 tensors only (Gemma, Qwen3-Next).
-_ONE_PLUS_W_NORMS = ("gemma", "qwen3_next")  # router logits on an fp32 copy of the hidden state
+#: RMSNorms that multiply by their weight in fp32 (Gemma's and Qwen3-Next's ``1 + w``, OLMo 2's
+#: ``w * x`` before the cast back), so the fp32 normalised tensor is kept: ``8h + 4``.
+_FP32_WEIGHT_NORM = ("gemma", "qwen3_next", "olmo2", "gpt_oss")
 _LSE = 4.0  # fp32 logsumexp per query row and head (flash / sdpa)
 _NORM_STATS = 8.0  # LayerNorm's fp32 mean and rstd per row (CUDA)
 _INDEX = 8.0  # an int64 index per token
@@ -355,8 +356,10 @@ def _attention(
             split += dt * a * (4 * qk + vd) + _LSE * a
         return rep, split, kvh, dt * a * (2 * qk + 2 * vd)
     if model.qk_norm:
-        split += _norm(NormKind.RMSNORM, gemma, a * d, a, dt, megatron, frozen)
-        kvh += _norm(NormKind.RMSNORM, gemma, d, 1.0, dt, megatron, frozen)
+        # Per-head norms keep one rsqrt per head; full-width ones (OLMo 2, OLMoE) one per token.
+        full = model.qk_norm_full_width
+        split += _norm(NormKind.RMSNORM, gemma, a * d, 1.0 if full else a, dt, megatron, frozen)
+        kvh += _norm(NormKind.RMSNORM, gemma, d, 1.0 / model.num_kv_heads if full else 1.0, dt, megatron, frozen)
     if kernel is AttentionKernel.EAGER:
         split += 4.0 * dt * a * d  # q, the repeat_kv copies of k and v, o_proj's input
     else:
@@ -367,7 +370,8 @@ def _attention(
             # v is a view of the fused qkv output, which stays whole; RoPE made q and k anew.
             split += dt * a * d
             kvh += dt * d
-        if rope and family.startswith(_CAT_ROPE):
+        # (Phi-3.5-MoE, "phimoe", rotates whole heads: no cat.)
+        if rope and family.startswith(_CAT_ROPE) and not family.startswith("phimoe"):
             # The kernel's output takes q's (b, heads, s, d) layout, so o_proj keeps a copy.
             split += dt * a * d
     if model.attention_output_gate:
@@ -429,7 +433,7 @@ def _block(
     h = model.hidden_size
     a = model.num_attention_heads
     family = _family(model)
-    gemma = family.startswith(_ONE_PLUS_W_NORMS)
+    gemma = family.startswith(_FP32_WEIGHT_NORM)
     kernel = attention_kernel(model, scenario.attention)
     frozen = scenario.is_training and scenario.method is not FinetuneMethod.FULL
     frozen_ffn = frozen and scenario.lora_targets == "attention"
@@ -456,6 +460,10 @@ def _block(
             score = softmax + mask + dt  # softmax output, mask, dropped probabilities
         else:
             score = softmax + (dt if softmax != dt else 0.0)  # + the cast that probs @ v keeps
+        if model.attention_sinks:
+            # gpt-oss: the sink column joins the softmax (s + 1 columns), and the max subtracted
+            # before it keeps its int64 indices, one per head and query.
+            split += (dt + _INDEX) * a
         peak_score = dt + softmax  # forward: scores and their softmax
         grad_score = dt + softmax  # backward: gradients of the probabilities and of the scores
         if model.attention_logit_softcap:
@@ -492,11 +500,19 @@ def _block(
         shared_gate = dt * (h + 1.0) if moe.shared_expert_gate else 0.0
         # Per routed token: the gathered input (only a trainable expert keeps it), the expert output
         # the routing weight multiplies, that fp32 weight and three int64 index vectors.
-        routed = (dt * h if frozen_ffn else 2.0 * dt * h) + 4.0 + 3.0 * _INDEX
+        weight = 4.0
+        expert_factor = dt * factor * k * ei
+        if family.startswith("gpt_oss"):
+            # GptOssTopKRouter: top-k of the logits (int64 indices), softmax of those k in dt. Its
+            # experts' clamped SwiGLU keeps gate_up whole (2i) and five tensors of size i (clamped
+            # gate, sigmoid, their product, up + 1, and the gated product down_proj reads).
+            router, weight = (_INDEX + dt) * k, dt
+            expert_factor = dt * (7.0 - (1.0 if frozen_ffn else 0.0)) * k * ei
+        routed = (dt * h if frozen_ffn else 2.0 * dt * h) + weight + 3.0 * _INDEX
         kinds.append(
             (
                 router + k * routed + shared_gate,
-                dt * factor * (k * ei + si),
+                expert_factor + dt * factor * si,
                 2.0 * dt * h * (k + (1.0 if si else 0.0)),
                 2.0 * dt * (k * ei + si),
                 dt * (k * (2.0 * h + (inner + 1.0) * ei) + inner * si),
@@ -751,7 +767,7 @@ def _activation_memory(
     if last_stage:
         norm = 0.0
         if model.final_norm:
-            norm = _norm(model.norm_kind, family.startswith(_ONE_PLUS_W_NORMS), h, 1.0, dt, megatron, frozen)
+            norm = _norm(model.norm_kind, family.startswith(_FP32_WEIGHT_NORM), h, 1.0, dt, megatron, frozen)
             if fp32_residual:
                 norm += (4.0 - dt) * h  # the fp32 residual stream's norm casts back to fp32
         head_in = 0.0 if frozen else dt * h  # a frozen LM head does not keep its input

@@ -6,7 +6,8 @@ Per token and layer the cache holds:
 * MLA (DeepSeek-V2/V3): the compressed latent and the shared rotary key,
   ``kv_lora_rank + qk_rope_head_dim`` elements, as vLLM, SGLang and transformers >= 5 cache it;
   with ``memory.kv_mla_decompressed`` the expanded per-head K (``qk_nope + qk_rope``) and V
-  (``v_head_dim``) that earlier transformers cached.
+  (``v_head_dim``) that earlier transformers cached;
+* DeepSeek-V3.2 adds its indexer's key, ``index_head_dim`` elements, in every attention layer.
 
 A sequence caches ``seq_len + gen_len`` tokens; sliding-window layers keep at most ``window``
 (vLLM frees blocks that leave the window; transformers keeps ``window - 1``); an encoder-decoder
@@ -170,9 +171,12 @@ def _state_formula(model: ModelArchitecture, layers: int, kv_bytes: float, value
 
 def _describe_elements(model: ModelArchitecture, decompressed: bool) -> str:
     mla = model.mla
+    # DeepSeek-V3.2's indexer caches one key of index_head_dim per token and layer on top.
+    index = f" + indexer key {model.indexer.head_dim}" if model.indexer is not None else ""
     if mla is None:
-        return f"2 (K, V) x {model.num_kv_heads} KV heads x {model.head_dim} dims"
+        base = f"2 (K, V) x {model.num_kv_heads} KV heads x {model.head_dim} dims"
+        return f"({base}{index})" if index else base
     if decompressed:
         heads = model.num_attention_heads
-        return f"{heads} heads x (K {mla.qk_head_dim} + V {mla.v_head_dim}) dims (decompressed)"
-    return f"(latent {mla.kv_lora_rank} + rope key {mla.qk_rope_head_dim}) dims"
+        return f"({heads} heads x (K {mla.qk_head_dim} + V {mla.v_head_dim}) dims (decompressed){index})"
+    return f"(latent {mla.kv_lora_rank} + rope key {mla.qk_rope_head_dim}{index}) dims"

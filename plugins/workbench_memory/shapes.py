@@ -292,6 +292,12 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
         decompressed = arch.num_attention_heads * (mla.qk_head_dim + mla.v_head_dim)
     else:
         kv_elems = decompressed = 2 * arch.num_kv_heads * arch.head_dim
+    if arch.indexer is not None:
+        # DeepSeek-V3.2: every attention layer also caches one indexer key (index_head_dim) per
+        # token, next to the latent (transformers' DynamicIndexedLayer.indexer_keys); single-head,
+        # so every TP rank keeps all of it, as it does the latent.
+        kv_elems += arch.indexer.head_dim
+        decompressed += arch.indexer.head_dim
     return ModelConstants(
         layers=arch.total_layers,
         total=count.total,

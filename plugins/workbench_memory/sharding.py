@@ -157,7 +157,11 @@ def make_plan(
         c=c,
         training=training,
         lora=training and scenario.method is not FinetuneMethod.FULL,
-        w=weight_bytes(scenario, lambda: values("memory.quant_keeps_16bit")),
+        w=weight_bytes(
+            scenario,
+            lambda: values("memory.quant_keeps_16bit"),
+            model.moe.expert_weight_format if model.moe is not None else None,
+        ),
         t=training_bytes(
             scenario,
             values("memory.adafactor_momentum_bytes")
@@ -295,7 +299,7 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
     # Expert states shard over tp x dp / max(ep, tp) ranks: in units of 1/dp that is this factor.
     expert_dp = max(ep, tp) / tp
     dense_w = linear * w.linear + plain * w.plain
-    expert_w = experts * w.linear
+    expert_w = experts * w.routed
     adapters = trainable_dense = trainable_experts = factored = 0.0
     if p.training:
         if p.lora:

@@ -115,7 +115,7 @@ class _Explainer:
             f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B",
         ]
         if s.experts:
-            terms.append(f"{s.experts:,.0f} routed-expert x {w.linear:g} B")
+            terms.append(f"{s.experts:,.0f} routed-expert x {w.routed:g} B")
         if s.adapters:
             terms.append(f"{s.adapters:,.0f} LoRA adapter x {w.adapter:g} B")
         text = f"{_where(s, self.pp)}, TP {self.tp}: " + " + ".join(terms)

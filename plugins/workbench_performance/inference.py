@@ -87,12 +87,16 @@ class InferenceInputs:
     max_concurrency: float | None
     comm: CommLayout
     transfer_link: Link
+    #: bytes per routed-expert weight element when the checkpoint stores them apart (gpt-oss:
+    #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
+    expert_weight_bytes: float = 0.0
 
     def weight_bytes_read(self, tokens: float, *, decode: bool) -> float:
         """Weights one stage reads in a pass over ``tokens`` tokens (MoE: the experts they touch)."""
         w = self.weights
         experts = w.experts * touched_fraction(w, tokens, self.ep) if w.experts else 0.0
-        return ((w.decode_dense if decode else w.dense) + experts) * self.weight_bytes / self.pp
+        dense = (w.decode_dense if decode else w.dense) * self.weight_bytes
+        return (dense + experts * (self.expert_weight_bytes or self.weight_bytes)) / self.pp
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to

@@ -186,7 +186,10 @@ def inference_inputs(source: Any) -> InferenceInputs:
     generates = dec_flops is not None and dec_bytes is not None
     s = _tokens_from(fwd, per_token, sc)
     g = sc.gen_len if generates else 0
-    experts = w.experts * wb / pp
+    # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read at it.
+    own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
+    ewb = weight_bits(own) / 8.0 if own is not None else 0.0
+    experts = w.experts * (ewb or wb) / pp
     pre_weights = w.dense * wb / pp + experts * touched_fraction(w, b * s, ep)
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
 
@@ -238,6 +241,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
         draft_bytes_per_seq=kv_seq * (draft or 0.0) / active,
         max_concurrency=max_concurrency,
         comm=comm_layout(src),
+        expert_weight_bytes=ewb,
         transfer_link=_transfer_link(node),
     )
 

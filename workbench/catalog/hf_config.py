@@ -47,6 +47,7 @@ from workbench.catalog.architectures.multimodal import (
 from workbench.catalog.architectures.vision import read_vision_tower
 from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_folder, load_json_object
 from workbench.catalog.safetensors_header import INDEX_NAME, find_safetensors, read_safetensors_folder
+from workbench.core.dtypes import WeightFormat
 from workbench.core.errors import ModelImportError, describe_validation_error
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters
@@ -256,6 +257,15 @@ def import_hf_path(path: str | Path, *, approximate: bool = False) -> HFImport:
                         result.reference_from_text_config, tuple(notes))
     counted = count_parameters(result.architecture).stored
     arch = result.architecture
+    packed = _mxfp4_expert_weights(arch)
+    if packed:
+        # MXFP4 experts (gpt-oss) are stored as uint8 blocks of two 4-bit values plus one uint8
+        # scale per 32 values: the headers count those bytes, not the weights.
+        counted += packed // 2 + packed // 32 - packed
+        notes.append(
+            f"the safetensors headers count the {packed:,} MXFP4 expert weights as "
+            f"{packed // 2 + packed // 32:,} stored bytes (blocks and scales)"
+        )
     difference = total - counted
     if difference > 0 and result.reference_from_text_config:
         arch = arch.model_copy(update={"extra_parameters": arch.extra_parameters + difference})
@@ -267,6 +277,16 @@ def import_hf_path(path: str | Path, *, approximate: bool = False) -> HFImport:
         )
     return HFImport(arch, result.model_type, result.reference_class, result.reference_from_text_config,
                     tuple(notes))
+
+
+def _mxfp4_expert_weights(arch: ModelArchitecture) -> int:
+    """Weights of the routed experts' matrices a checkpoint stores in MXFP4 (0 if it does not)."""
+    moe = arch.moe
+    if moe is None or moe.expert_weight_format is not WeightFormat.FP4:
+        return 0
+    matrices = 3 if arch.gated_mlp else 2
+    layers = sum(1 for i in range(arch.num_layers) if arch.is_moe_layer(i))
+    return layers * moe.num_experts * matrices * arch.hidden_size * moe.expert_intermediate_size
 
 
 def load_hf_config(path: str | Path, *, approximate: bool = False) -> ModelArchitecture:

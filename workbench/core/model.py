@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from workbench.core.dtypes import DType
+from workbench.core.dtypes import DType, WeightFormat
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, allow_inf_nan=False)
 
@@ -85,6 +85,17 @@ class MoEConfig(BaseModel):
         description="Routed experts work in a latent of this width (Nemotron-3 latent MoE): the token is "
         "projected down to it before the experts and back up after; router and shared experts see the "
         "full hidden state.",
+    )
+    router_bias_parameter: bool = Field(
+        False,
+        description="The router bias is a trained parameter (ERNIE-4.5's moe_statics) rather than a "
+        "buffer (DeepSeek-V3's score correction): it counts in the parameters.",
+    )
+    expert_weight_format: WeightFormat | None = Field(
+        None,
+        description="How the published checkpoint stores the routed experts' weight matrices when it "
+        "differs from the rest of the model (gpt-oss: fp4 = MXFP4, 4.25 bits/weight); used when a "
+        "scenario keeps the checkpoint's own weights.",
     )
 
     @model_validator(mode="after")

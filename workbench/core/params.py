@@ -11,7 +11,8 @@ Conventions that a count depends on:
   block adds the hidden -> latent and latent -> hidden projections (dense, used by every token).
 * ``moe.router_bias`` is DeepSeek-V3's ``e_score_correction_bias``: transformers registers it as
   a persistent *buffer*, so it is stored in checkpoints but is not a parameter. It is reported in
-  :attr:`ParameterCount.buffers`, outside :attr:`ParameterCount.total`.
+  :attr:`ParameterCount.buffers`, outside :attr:`ParameterCount.total`; with
+  ``moe.router_bias_parameter`` (ERNIE-4.5) it is a parameter and counts in the router.
 * ``qk_norm`` is a weight-only norm of ``head_dim`` on queries and one on keys (Qwen3, Gemma 3).
 * ``vision`` replaces the token embedding by a patch embedding (a biased convolution), a [CLS]
   token and a learned position table of ``num_patches (+1)`` rows; ``vocab_size`` is not used.
@@ -149,6 +150,8 @@ def _moe_block(arch: ModelArchitecture) -> tuple[int, int]:
     h = arch.hidden_size
     one = expert_parameters(arch)
     router = moe.num_experts * h + (moe.num_experts if arch.mlp_bias else 0)
+    if moe.router_bias and moe.router_bias_parameter:
+        router += moe.num_experts  # ERNIE-4.5: the correction bias is an nn.Parameter
     shared = _ffn(arch, moe.shared_intermediate) if moe.shared_intermediate else 0
     gate = h if moe.shared_expert_gate else 0
     latent = 0
@@ -245,7 +248,8 @@ def layer_breakdown(arch: ModelArchitecture, index: int) -> LayerParameters:
         return LayerParameters(attn + own_attention, ffn + own_ffn, 0, norms, 0, 0, recurrent)
     if arch.is_moe_layer(index):
         moe_total, inactive = _moe_block(arch)
-        buffers = arch.moe.num_experts if arch.moe and arch.moe.router_bias else 0
+        moe = arch.moe
+        buffers = moe.num_experts if moe and moe.router_bias and not moe.router_bias_parameter else 0
         return LayerParameters(proj, 0, moe_total, norms, inactive, buffers, recurrent)
     mlp = _ffn(arch, arch.intermediate_size) if has_ffn else 0
     return LayerParameters(proj, mlp, 0, norms, 0, 0, recurrent)

@@ -243,6 +243,16 @@ class Scenario(BaseModel):
             return WeightFormat.NF4
         return WeightFormat(self.dtype.value)
 
+    def expert_format(self, checkpoint_format: WeightFormat | None) -> WeightFormat | None:
+        """The routed experts' own storage format for this scenario, or None (the experts follow
+        :attr:`weight_format`). ``checkpoint_format`` is how the checkpoint stores them
+        (``MoEConfig.expert_weight_format``, gpt-oss: MXFP4): an inference scenario that names no
+        weight format serves the checkpoint as published; one that names a format, and training
+        (which updates dequantized weights), do not."""
+        if checkpoint_format is None or self.weights is not None or self.is_training:
+            return None
+        return checkpoint_format
+
     @property
     def kv_cache_dtype(self) -> DType:
         return self.kv_dtype or self.dtype

@@ -1,4 +1,4 @@
-"""Phi-1/2 (parallel block with LayerNorm) and Phi-3 (a Mistral-style block)."""
+"""Phi-1/2 (parallel block with LayerNorm), Phi-3 (a Mistral-style block) and Phi-3.5-MoE."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from workbench.catalog.architectures.config import Cfg, decoder_base
 from workbench.catalog.architectures.llama import read_mistral
 from workbench.catalog.architectures.registry import reads
-from workbench.core.model import NormKind
+from workbench.core.model import MoEConfig, NormKind
 
 
 @reads(
@@ -64,3 +64,43 @@ reads(
         "sliding_window": None,
     },
 )(read_mistral)
+
+
+@reads(
+    "phimoe",
+    family="phi",
+    reference="PhimoeForCausalLM",
+    defaults={
+        "vocab_size": 32064,
+        "hidden_size": 4096,
+        "intermediate_size": 6400,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "max_position_embeddings": 131072,
+        "tie_word_embeddings": False,
+        "attention_bias": False,
+        "lm_head_bias": False,
+        "hidden_act": "silu",
+        "sliding_window": None,
+        "num_local_experts": 16,
+        "num_experts_per_tok": 2,
+    },
+)
+def read_phimoe(c: Cfg, notes: list[str]) -> dict[str, Any]:
+    """Phi-3.5-MoE: a Mixtral-style block with biased LayerNorms; attention_bias covers q/k/v/o."""
+    f = decoder_base(c, notes)
+    bias = c.flag("attention_bias")
+    f.update(
+        norm_kind=NormKind.LAYERNORM,
+        norm_bias=True,
+        attention_bias=bias,
+        attention_out_bias=bias,
+        lm_head_bias=c.flag("lm_head_bias"),
+        moe=MoEConfig(
+            num_experts=c.integer("num_local_experts"),
+            experts_per_token=c.integer("num_experts_per_tok"),
+            expert_intermediate_size=f["intermediate_size"],
+        ),
+    )
+    return f
