@@ -2,7 +2,7 @@
 
 The failures are injected where the operating system reports them (``os.write``, ``os.fsync``,
 ``os.open``, ``os.replace``), so these run on every platform; the real full disk is in
-tests/report/test_full_disk.py.
+tests/report/test_report_full_disk.py.
 """
 
 from __future__ import annotations

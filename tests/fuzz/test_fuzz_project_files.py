@@ -118,6 +118,8 @@ STORE_DEFECTS = [
     pytest.param(3630, 0x82, id="schema-text-not-utf8"),
     pytest.param(3665, 0x60, id="meta-value-column-renamed"),
     pytest.param(45063, 0xFF, id="free-space-corruption"),
+    # sqlite3's own error text ('... near "\x80EY": syntax error') is not UTF-8 and cannot be decoded.
+    pytest.param(2947, 0x80, id="schema-error-text-not-utf8"),
 ]
 
 

@@ -294,6 +294,12 @@ def load_database(path: str | Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         memory.close()
         raise _refuse(file, f"damaged project file ({one_line(str(exc))})") from None
+    except UnicodeDecodeError as exc:
+        # sqlite3 decodes its own error text as UTF-8; a damaged schema puts raw bytes in it
+        # ('malformed database schema ... near "\x80EY"'), which then cannot be decoded.
+        memory.close()
+        shown = exc.object.decode("utf-8", "backslashreplace") if isinstance(exc.object, bytes) else ""
+        raise _refuse(file, f"damaged project file ({one_line(shown) or 'unreadable schema'})") from None
     except OSError as exc:  # the private copy of a WAL-mode file could not be made
         memory.close()
         raise _refuse(file, f"cannot read ({os_reason(exc)})") from None
