@@ -469,13 +469,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         return _open_window(argv)
+    from workbench.cli_guard import guarded_command, report_runtime_faults
+
     try:
-        return handler(args)
+        with guarded_command():
+            code = handler(args)
+        report_runtime_faults()
+        return code
     except InputError as exc:
         print(f"gpu-workbench: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # the user's Ctrl+C (a plugin's own KeyboardInterrupt fails the plugin)
+        print("gpu-workbench: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover
