@@ -95,7 +95,7 @@ def _clean_quantity(key: str, quantity: Any, plugin: PluginState) -> Quantity:
             raise ValueError(f"returned {value!r} for {key!r}: results are finite numbers (or None)")
     elif kind is int:
         if not -1e300 < value < 1e300:
-            raise ValueError(f"returned an integer of {len(str(abs(value)))} digits for {key!r}")
+            raise ValueError(f"returned an integer of {value.bit_length():,} bits for {key!r}: too large for a result")
     elif kind is str:
         _text(value, key, "value")
     elif value is not None and kind is not bool:
