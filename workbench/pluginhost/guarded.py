@@ -37,8 +37,9 @@ class PluginState:
         self._on_fatal = on_fatal
 
     def fault(self, message: str) -> None:
+        """Disable the plugin after ``message`` ("plugin x: estimate of x.y timed out after 5 s")."""
         if self.disabled is None:
-            self.disabled = message
+            self.disabled = message.removeprefix(f"plugin {self.name}: ")
             self._on_fatal(self.name, message)
 
 
