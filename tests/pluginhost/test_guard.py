@@ -186,3 +186,25 @@ def test_a_fatal_estimate_disables_the_plugin_and_its_code_is_not_run_again() ->
     assert status.status == "failed" and status.error == (
         "disabled while running: estimate of exits raised SystemExit: bye")
     assert host.runtime_faults == [("quitter", status.error)]
+
+
+def test_a_report_section_that_exits_fails_as_an_exception_and_disables_its_plugin() -> None:
+    class Section:
+        id, title = "exit-section", "Exits"
+
+        def html(self, data):  # type: ignore[no-untyped-def]
+            sys.exit("no report for you")
+
+    class Plugin:
+        @hookimpl
+        def workbench_register_report_sections(self, register):  # type: ignore[no-untyped-def]
+            register(Section())
+
+    host = PluginHost((), entry_point_group=None, extra_plugins=[("sections", Plugin())])
+    (section,) = host.registry.report_sections
+    assert (section.id, section.title, section.description) == ("exit-section", "Exits", "")
+    with pytest.raises(guard.PluginFault, match="report section exit-section raised SystemExit: no report for you"):
+        section.html(None)
+    assert host.statuses["sections"].status == "failed"
+    with pytest.raises(guard.PluginFault, match="plugin sections is disabled"):
+        section.html(None)

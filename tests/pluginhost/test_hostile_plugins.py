@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -111,6 +112,16 @@ HOSTILE: dict[str, Hostile] = {
         def workbench_register_report_sections(register):
             raise ValueError("no sections today")
     """, load_error="workbench_register_report_sections: ValueError: no sections today"),
+    "h_report_section_without_id": Hostile("""
+        class Section:
+            title = "No id"
+            def html(self, data):
+                return "<p>hi</p>"
+
+        @hookimpl
+        def workbench_register_report_sections(register):
+            register(Section())
+    """, load_error="a report section needs a string `id` attribute, not NoneType"),
     # --- malformed metadata, garbage, duplicates, cycles ----------------------------------------
     "h_info_missing_fields": Hostile("""
         class Missing:
@@ -314,6 +325,14 @@ SWALLOWER = """
     workbench_register_estimators = registers(Est("h.stubborn", run))
 """
 
+#: Sleeps long in its estimate after saying so: the user presses Ctrl+C meanwhile.
+SLEEPER = """
+    def run(ctx):
+        print("sleeping", flush=True)
+        time.sleep(60)
+    workbench_register_estimators = registers(Est("h.sleeper", run))
+"""
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -323,7 +342,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
          "--no-build-isolation", "--no-index", "--target", str(folder), str(EXAMPLE)],
         check=True, capture_output=True, text=True, timeout=300,
     )
-    sources = {name: h.source for name, h in HOSTILE.items()} | WORKING | {"h_swallows_timeouts": SWALLOWER}
+    sources = {name: h.source for name, h in HOSTILE.items()} | WORKING | {"h_swallows_timeouts": SWALLOWER,
+                                                                         "h_sleeper": SLEEPER}
     for module, source in sources.items():
         (folder / f"{module}.py").write_text(PRELUDE + textwrap.dedent(source))
         _dist_info(folder, module.replace("_", "-"), module)
@@ -462,3 +482,21 @@ def test_a_bad_time_limit_is_one_line(site: Path) -> None:
     assert done.returncode == 2
     assert done.stderr == ("gpu-workbench: error: WORKBENCH_PLUGIN_TIMEOUT: expected seconds (e.g. 5) or 0 "
                            "for no limit, got 'soon'\n")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX signals")
+def test_the_users_ctrl_c_still_stops_the_cli_during_a_plugin_call(site: Path) -> None:
+    """A plugin's own KeyboardInterrupt fails the plugin; a real SIGINT ends the command."""
+    env = {k: v for k, v in os.environ.items() if k != "WORKBENCH_NO_ENTRY_POINTS"}
+    env.update(PYTHONPATH=str(site), WORKBENCH_PLUGINS="h_sleeper", WORKBENCH_PLUGIN_TIMEOUT="100")
+    process = subprocess.Popen([str(CLI), *ESTIMATE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline() == "sleeping\n"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and stdout == ""
+    assert stderr == "gpu-workbench: interrupted\n"

@@ -25,7 +25,6 @@ Ordinary exceptions pass through unchanged: callers record them as they always h
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
@@ -196,6 +195,8 @@ def install_alarm() -> Iterator[None]:
 
 def _send(thread_id: int, exc: type[BaseException] | None) -> None:
     """Raise ``exc`` in the thread at its next bytecode (None: withdraw one not yet raised)."""
+    import ctypes  # here: most runs never need it, and it costs start-up time
+
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
 
 

@@ -34,7 +34,7 @@ def static_attribute(obj: Any, name: str) -> Any:
     return found
 
 
-def _name(value: Any, what: str) -> str:
+def name(value: Any, what: str) -> str:
     if type(value) is not str or not value.strip():
         raise TypeError(f"{what} must be a non-empty string, not {_show(value)}")
     if len(value) > MAX_NAME or not value.isprintable():
@@ -42,7 +42,7 @@ def _name(value: Any, what: str) -> str:
     return value
 
 
-def _text(value: Any, what: str) -> str:
+def text(value: Any, what: str) -> str:
     if type(value) is not str:
         raise TypeError(f"{what} must be a string, not {_show(value)}")
     return value
@@ -51,7 +51,7 @@ def _text(value: Any, what: str) -> str:
 def _names(value: Any, what: str) -> tuple[str, ...]:
     if type(value) not in (tuple, list):
         raise TypeError(f"{what} must be a tuple or list of strings, not {_show(value)}")
-    names = tuple(_name(item, f"each of {what}") for item in value)
+    names = tuple(name(item, f"each of {what}") for item in value)
     if len(set(names)) != len(names):
         raise TypeError(f"{what} names a key twice")
     return names
@@ -77,15 +77,15 @@ def check_assumption(obj: Any, owner: str) -> Assumption:
     if not isinstance(obj, Assumption):
         raise TypeError(f"{owner}: assumptions must be Assumption objects, not {_show(obj)}")
     read = {name: Assumption.__dict__[name].__get__(obj) for name in Assumption.__slots__}  # no override runs
-    ident = _name(read["id"], f"{owner}: an assumption id")
+    ident = name(read["id"], f"{owner}: an assumption id")
     where = f"assumption {ident}"
     clean = Assumption(
         id=ident,
-        title=_text(read["title"], f"{where}: title"),
+        title=text(read["title"], f"{where}: title"),
         default=_number(read["default"], f"{where}: default"),  # type: ignore[arg-type]
-        unit=_text(read["unit"], f"{where}: unit"),
-        source=_text(read["source"], f"{where}: source"),
-        description=_text(read["description"], f"{where}: description"),
+        unit=text(read["unit"], f"{where}: unit"),
+        source=text(read["source"], f"{where}: source"),
+        description=text(read["description"], f"{where}: description"),
         minimum=_number(read["minimum"], f"{where}: minimum", optional=True),
         maximum=_number(read["maximum"], f"{where}: maximum", optional=True),
     )
@@ -101,7 +101,7 @@ def check_info(info: Any) -> EstimatorInfo:
     if not isinstance(info, EstimatorInfo):
         raise TypeError(f"an estimator's `info` must be an EstimatorInfo, not {_show(info)}")
     read = {name: EstimatorInfo.__dict__[name].__get__(info) for name in EstimatorInfo.__slots__}
-    ident = _name(read["id"], "an estimator id")
+    ident = name(read["id"], "an estimator id")
     where = f"estimator {ident}"
     contract = read["contract"]
     if type(contract) is not int or contract != ESTIMATOR_CONTRACT:
@@ -111,12 +111,12 @@ def check_info(info: Any) -> EstimatorInfo:
         raise TypeError(f"{where}: assumptions must be a tuple or list, not {_show(assumptions)}")
     return EstimatorInfo(
         id=ident,
-        title=_text(read["title"], f"{where}: title"),
-        version=_text(read["version"], f"{where}: version"),
+        title=text(read["title"], f"{where}: title"),
+        version=text(read["version"], f"{where}: version"),
         produces=_names(read["produces"], f"{where}: produces"),
         needs=_names(read["needs"], f"{where}: needs"),
         assumptions=tuple(check_assumption(a, where) for a in assumptions),
-        description=_text(read["description"], f"{where}: description"),
+        description=text(read["description"], f"{where}: description"),
         contract=contract,
     )
 
@@ -130,7 +130,7 @@ def check_needs_by_key(value: Any, info: EstimatorInfo) -> dict[str, tuple[str, 
         raise TypeError(f"{where} must be a dict, not {_show(value)}")
     clean: dict[str, tuple[str, ...]] = {}
     for key, reads in dict(value).items():
-        key = _name(key, f"{where}: a key")
+        key = name(key, f"{where}: a key")
         if key not in info.produces:
             raise TypeError(f"{where}: {key} is not in produces")
         reads = _names(reads, f"{where}[{key}]")
@@ -152,7 +152,7 @@ def check_accelerator(obj: Any) -> Accelerator:
         accelerator = Accelerator.model_validate(fields)
     except ValidationError as exc:
         raise TypeError(describe_validation_error(exc, "accelerator")) from None
-    _name(accelerator.id, "an accelerator id")
+    name(accelerator.id, "an accelerator id")
     return accelerator
 
 
@@ -160,7 +160,7 @@ def check_model(obj: Any) -> tuple[str, ModelArchitecture]:
     if not (type(obj) is tuple and len(obj) == 2):
         raise TypeError("a model is registered as (id, ModelArchitecture)")
     ident, arch = obj
-    ident = _name(ident, "a model id")
+    ident = name(ident, "a model id")
     if isinstance(arch, ModelArchitecture):
         arch = arch.model_dump()
     try:

@@ -148,3 +148,28 @@ def _guarded_formula(formula: Callable[[], Any], key: str, plugin: PluginState) 
         return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
 
     return render
+
+
+class GuardedSection:
+    """A third-party report section: plain ``id``/``title``/``description`` read at registration,
+    ``html(data)`` run under the guard (a fault is raised as an ordinary exception, which the
+    report shows in the section's place)."""
+
+    __slots__ = ("id", "title", "description", "plugin", "_html")
+
+    def __init__(self, ident: str, title: str, description: str, html: Callable[[Any], Any],
+                 plugin: PluginState) -> None:
+        self.id, self.title, self.description = ident, title, description
+        self.plugin = plugin
+        self._html = html
+
+    def html(self, data: Any) -> str:
+        plugin = self.plugin
+        if plugin.disabled is not None:
+            raise guard.PluginFault(f"plugin {plugin.name} is disabled: {plugin.disabled}")
+        try:
+            return guard.call(lambda: str(self._html(data)), what=f"plugin {plugin.name}: report section {self.id}",
+                              limit="load")
+        except guard.PluginFault as exc:
+            plugin.fault(str(exc))
+            raise

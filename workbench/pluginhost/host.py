@@ -32,7 +32,7 @@ from workbench.core.model import ModelArchitecture
 from workbench.engine import guard
 from workbench.engine.estimator import Estimator, EstimatorInfo
 from workbench.pluginhost import checks, hookspecs
-from workbench.pluginhost.guarded import GuardedEstimator, PluginState
+from workbench.pluginhost.guarded import GuardedEstimator, GuardedSection, PluginState
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
 FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost")
@@ -233,7 +233,7 @@ class PluginHost:
             return checks.check_accelerator(obj)
         if bucket == "models":
             return checks.check_model(obj)
-        return obj  # report sections: reserved, accepted as they are (see docs/plugins.md)
+        return _checked_section(obj, state)
 
     def _settle_conflicts(self, contributions: dict[str, dict[str, list[Any]]]) -> None:
         """Fail each plugin (in load order) whose registrations clash with an earlier plugin's or
@@ -306,6 +306,24 @@ def _checked_estimator(obj: Any, state: PluginState | None) -> Estimator:
     if state is None:
         return obj  # type: ignore[no-any-return]
     return GuardedEstimator(clean, needs_by_key, estimate, state)
+
+
+def _checked_section(obj: Any, state: PluginState | None) -> Any:
+    """A report section: ``id`` and ``html(data)``, ``title`` and ``description`` optional."""
+    ident = checks.static_attribute(obj, "id")
+    if type(ident) is not str:
+        raise TypeError(f"a report section needs a string `id` attribute, not {type(ident).__name__}")
+    ident = checks.name(ident, "a report section id")
+    title = checks.static_attribute(obj, "title")
+    description = checks.static_attribute(obj, "description")
+    title = ident if title is None else checks.text(title, f"report section {ident}: title")
+    description = "" if description is None else checks.text(description, f"report section {ident}: description")
+    html = getattr(obj, "html", None)
+    if not callable(html):
+        raise TypeError(f"report section {ident} has no html(data) method")
+    if state is None:
+        return obj
+    return GuardedSection(ident, title, description, html, state)
 
 
 class _Seen:
