@@ -25,6 +25,7 @@ Ordinary exceptions pass through unchanged: callers record them as they always h
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -205,14 +206,20 @@ class _Watchdog:
         self._cond = threading.Condition()
         self._armed: dict[int, list[Any]] = {}  # thread id -> [deadline, sent a timeout]
         self._thread: threading.Thread | None = None
+        self._wake_at = math.inf  # when the watchdog looks next (inf: when notified)
 
     def arm(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
         with self._cond:
-            self._armed[threading.get_ident()] = [time.monotonic() + seconds, False]
+            self._armed[threading.get_ident()] = [deadline, False]
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="plugin-watchdog", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if deadline < self._wake_at:
+                # Wake it only for a deadline sooner than the one it waits for: calls that return in
+                # time then cost no thread switch (a sweep makes thousands).
+                self._wake_at = deadline
+                self._cond.notify()
 
     def disarm(self) -> None:
         ident = threading.get_ident()
@@ -225,11 +232,13 @@ class _Watchdog:
         with self._cond:
             while True:
                 if not self._armed:
+                    self._wake_at = math.inf
                     self._cond.wait()
                     continue
                 now = time.monotonic()
                 soonest = min(entry[0] for entry in self._armed.values())
                 if soonest > now:
+                    self._wake_at = soonest
                     self._cond.wait(soonest - now)
                     continue
                 for ident, entry in self._armed.items():
@@ -286,16 +295,21 @@ def call(fn: Callable[..., T], /, *args: Any, what: str, limit: float | None | s
     timed = seconds is not None and depth == 0
     alarm = False
     _state.depth.value = depth + 1
+    # sys.stdout is swapped by hand (cheaper than redirect_stdout, and restored even if the plugin
+    # replaced it). It is process-wide: in the window, two threads in guarded calls at once may
+    # leave it pointing at stderr, which is harmless there (the window writes nothing to stdout);
+    # the CLI calls plugins from its main thread only.
+    stdout = sys.stdout
+    sys.stdout = sys.stderr
     try:
         try:
-            with contextlib.redirect_stdout(sys.stderr):
+            if timed:
+                alarm = _arm(seconds, what)  # type: ignore[arg-type]
+            try:
+                return fn(*args, **kwargs)
+            finally:
                 if timed:
-                    alarm = _arm(seconds, what)  # type: ignore[arg-type]
-                try:
-                    return fn(*args, **kwargs)
-                finally:
-                    if timed:
-                        _disarm(alarm)
+                    _disarm(alarm)
         except PluginTimeout:
             if not timed:
                 raise  # the deadline of an outer call: that call reports it
@@ -308,6 +322,7 @@ def call(fn: Callable[..., T], /, *args: Any, what: str, limit: float | None | s
                 raise
             raise PluginFault(f"{what} raised {describe(exc)}") from None
     finally:
+        sys.stdout = stdout
         _state.depth.value = depth
 
 
