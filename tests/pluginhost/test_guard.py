@@ -208,3 +208,9 @@ def test_a_report_section_that_exits_fails_as_an_exception_and_disables_its_plug
     assert host.statuses["sections"].status == "failed"
     with pytest.raises(guard.PluginFault, match="plugin sections is disabled"):
         section.html(None)
+
+
+def test_messages_are_one_printable_line() -> None:
+    assert guard.describe(ValueError("two\nlines \x1b[2J cleared")) == "ValueError: two lines \\x1b[2J cleared"
+    assert guard.describe(SystemExit()) == "SystemExit"
+    assert len(guard.describe(RuntimeError("x" * 5000))) == len("RuntimeError: ") + 400

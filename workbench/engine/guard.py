@@ -72,6 +72,8 @@ def describe(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - a plugin's exception whose __str__ raises
         text = ""
     text = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    if not text.isprintable():  # a plugin's message must not drive the terminal (escape sequences)
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     if len(text) > 400:
         text = text[:397] + "..."
     name = type(exc).__name__
