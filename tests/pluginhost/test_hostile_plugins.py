@@ -500,3 +500,16 @@ def test_the_users_ctrl_c_still_stops_the_cli_during_a_plugin_call(site: Path) -
         process.kill()
     assert process.returncode == 130 and stdout == ""
     assert stderr == "gpu-workbench: interrupted\n"
+
+
+def test_text_output_is_not_garbled_by_a_printing_plugin(site: Path) -> None:
+    only = "h_prints_at_import,h_prints_in_estimate"
+    listing = _run(site, "plugins", only=only)
+    assert listing.returncode == 0
+    rows = {line.split()[0]: line.split()[2] for line in listing.stdout.splitlines()}
+    assert rows["h_prints_at_import"] == rows["h_prints_in_estimate"] == "loaded"
+    assert "not json" not in listing.stdout and "raw" not in listing.stdout
+    assert "raw bytes on fd 1\n" in listing.stderr and "{not json\n" in listing.stderr
+    text = _run(site, "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--explain", only=only)
+    assert text.returncode == 0 and "noise" not in text.stdout and "raw" not in text.stdout
+    assert "noise from estimate" in text.stderr and "from formula" in text.stderr

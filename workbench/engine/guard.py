@@ -328,11 +328,6 @@ def call(fn: Callable[..., T], /, *args: Any, what: str, limit: float | None | s
         _state.depth.value = depth
 
 
-def user_interrupted() -> bool:
-    """Whether the CLI's SIGINT handler saw a real Ctrl+C."""
-    return _state.interrupted
-
-
 def environment_timeout(environ: Mapping[str, str] = os.environ) -> float | None:
     """The configured estimate limit, validated (InputError for a bad value): for the CLI."""
     return parse_timeout(environ.get(TIMEOUT_ENV))
