@@ -511,5 +511,31 @@ def test_text_output_is_not_garbled_by_a_printing_plugin(site: Path) -> None:
     assert "not json" not in listing.stdout and "raw" not in listing.stdout
     assert "raw bytes on fd 1\n" in listing.stderr and "{not json\n" in listing.stderr
     text = _run(site, "estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--explain", only=only)
-    assert text.returncode == 0 and "noise" not in text.stdout and "raw" not in text.stdout
+    assert text.returncode == 0 and "Noisy" in text.stdout
+    assert not {"noise from estimate", "more noise", "raw noise", "from formula"} & set(text.stdout.splitlines())
+    assert "raw noise" not in text.stdout and "more noise" not in text.stdout
     assert "noise from estimate" in text.stderr and "from formula" in text.stderr
+
+
+def test_every_command_works_with_all_hostile_plugins_installed(site: Path) -> None:
+    everyone = ",".join([*HOSTILE, *WORKING, "example_price_list"])
+    scenario = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm")
+    commands = {
+        "assumptions": ("assumptions", "--json"),
+        "catalog": ("catalog", "gpus", "--json"),
+        "solve": ("solve", "max-batch", *scenario, "--json"),
+        "sweep": ("sweep", *scenario, "--vary", "batch=1,8", "--keys", "h.working.value,h.loop.value"),
+    }
+    running = {name: _start(site, *args, only=everyone) for name, args in commands.items()}
+    docs = {}
+    for name, process in running.items():
+        done = _finish(process)
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        docs[name] = _strict_json(done.stdout)
+    assert "h.shared" in {a["id"] for a in docs["assumptions"]["assumptions"]}
+    defaults = {a["id"]: a["default"] for a in docs["assumptions"]["assumptions"]}
+    assert defaults["memory.cuda_context_gib"] != 123.0  # the first-party definition stands
+    gpus = {a["id"] for a in docs["catalog"]["accelerators"]}
+    assert "h100-sxm" in gpus and "h-gpu" not in gpus and "h-twice" not in gpus
+    assert docs["solve"]["answer"]["batch_size"] > 1
+    assert [(p["h.working.value"], p["h.loop.value"]) for p in docs["sweep"]["points"]] == [(42.0, None)] * 2
