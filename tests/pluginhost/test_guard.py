@@ -77,6 +77,15 @@ def test_without_the_cli_handler_a_keyboard_interrupt_in_the_main_thread_is_the_
         guard.call(_raise(KeyboardInterrupt()), what="x", limit=None)
 
 
+def test_where_sigint_has_another_handler_a_keyboard_interrupt_comes_from_code() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a GUI that ignores Ctrl+C
+    try:
+        with pytest.raises(guard.PluginFault, match="raised KeyboardInterrupt"):
+            guard.call(_raise(KeyboardInterrupt()), what="x", limit=None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_print_in_plugin_code_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     guard.call(print, "from the plugin", what="x", limit=None)
     out, err = capsys.readouterr()

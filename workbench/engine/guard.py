@@ -146,15 +146,16 @@ def is_user_interrupt(exc: BaseException) -> bool:
 
     A plugin may ``raise KeyboardInterrupt`` itself; only the SIGINT handler of
     :func:`install_alarm` knows a real one arrived, so where it is installed (the CLI) the flag
-    decides. Without it: signals reach only the main thread, so there a KeyboardInterrupt is taken
-    as the user's (the program stops, as Python's default does), and in any other thread it can
-    only come from code.
+    decides. Without it: Python's default handler raises KeyboardInterrupt in the main thread only,
+    so there a KeyboardInterrupt is taken as the user's (the program stops, as it would without
+    plugins); in any other thread, or where SIGINT has another handler, it can only come from code.
     """
     if not isinstance(exc, KeyboardInterrupt):
         return False
     if _state.tracking_sigint:
         return _state.interrupted
-    return threading.current_thread() is threading.main_thread()
+    return (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 
 def _on_alarm(signum: int, frame: Any) -> None:
