@@ -253,6 +253,17 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
+def _after_fork_in_child() -> None:
+    # A forked child (a sweep worker) has none of the parent's threads: a watchdog of its own, and
+    # no lock held by a thread that no longer exists.
+    global _watchdog
+    _watchdog = _Watchdog()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # --- one guarded call ----------------------------------------------------------------------------
 
 

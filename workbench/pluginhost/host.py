@@ -200,7 +200,7 @@ class PluginHost:
             if not is_open:
                 raise RuntimeError(f"{hook_name}: register() was called after the hook returned")
             try:
-                accepted.append(self._check(bucket, obj, name, state))
+                accepted.append(self._check(bucket, obj, state))
             except TypeError as exc:
                 problems.append(guard.describe(exc))  # recorded even if the plugin catches it
                 raise
@@ -225,7 +225,7 @@ class PluginHost:
         return accepted
 
     @staticmethod
-    def _check(bucket: str, obj: Any, name: str, state: PluginState | None) -> Any:
+    def _check(bucket: str, obj: Any, state: PluginState | None) -> Any:
         """One registered object, checked (TypeError naming the problem)."""
         if bucket == "estimators":
             return _checked_estimator(obj, state)
