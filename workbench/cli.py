@@ -497,13 +497,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             sys.stdout, sys.stderr = stdout, stderr
             return _open_window(argv)
+        from workbench.cli_guard import guarded_command, report_runtime_faults
+
         try:
-            return handler(args)
+            # The guard needs the real stream: it keeps its file descriptor for our output and
+            # points descriptor 1 at stderr, so nothing a plugin writes can corrupt --json.
+            sys.stdout = stdout
+            with guarded_command():
+                sys.stdout = EscapingWriter(sys.stdout)
+                code = handler(args)
+            sys.stdout = EscapingWriter(stdout)
+            report_runtime_faults()
+            return code
         except InputError as exc:
             print(f"gpu-workbench: error: {one_line(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except BrokenPipeError:
             return 0
+        except KeyboardInterrupt:  # the user's Ctrl+C (a plugin's own KeyboardInterrupt fails the plugin)
+            print("gpu-workbench: interrupted", file=sys.stderr)
+            return 130
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:

@@ -13,6 +13,7 @@ from workbench.core.params import ParameterCount, count_parameters
 from workbench.core.vision import describe_images, request_images
 from workbench.engine.assumptions import Assumption, AssumptionSet, default_values, index_assumptions
 from workbench.engine.estimate import Estimate
+from workbench.engine.guard import PluginFault, is_user_interrupt
 from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator, needs_by_key
 from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity, Warning
 
@@ -212,8 +213,13 @@ class Engine:
             try:
                 out = est.estimate(ctx)
                 self._check_outputs(est.info.id, produces, out.values)
-            except Exception as exc:  # noqa: BLE001 - isolation is the point: one plugin never stops the rest
-                estimate.failures.append(EstimatorFailure(est.info.id, f"{type(exc).__name__}: {exc}"))
+            except BaseException as exc:  # noqa: BLE001 - isolation is the point: one plugin never stops the rest
+                # sys.exit() or a KeyboardInterrupt raised by an estimator is its failure too; the
+                # user's Ctrl+C is not (guard.is_user_interrupt tells them apart) and stops the run.
+                if is_user_interrupt(exc):
+                    raise
+                message = str(exc) if isinstance(exc, PluginFault) else f"{type(exc).__name__}: {exc}"
+                estimate.failures.append(EstimatorFailure(est.info.id, message))
                 failed_keys.update(produces)
                 continue
             values.update(out.values)
