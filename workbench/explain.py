@@ -69,7 +69,10 @@ def render(estimate: Estimate, explain: bool = False) -> str:
             for w in group:
                 lines.append(f"  [{w.code}] {w.message}" + (f"\n      fix: {w.fix}" if w.fix else ""))
     sections: dict[str, list[tuple[str, Quantity]]] = {}
+    stateless = resolved.model.recurrent_layers == 0
     for key, quantity in estimate.values.items():
+        if stateless and not explain and "recurrent_state" in key:
+            continue  # always 0 B for a model without recurrent layers: noise in a text summary
         sections.setdefault(key.split(".")[0], []).append((key, quantity))
     for head, items in sections.items():
         lines.append(f"\n{_SECTION_TITLES.get(head, head.replace('_', ' ').capitalize())}:")

@@ -354,7 +354,7 @@ ACTIVE_CONVENTIONS: dict[str, tuple[tuple[str, ...], bool, str]] = {
                      "(the model card's 5.13B leaves the embedding out)"),
     "gpt-oss-20b": (("embedding",), False, "openai/gpt-oss README: '21B parameters with 3.6B active'"),
     "deepseek-v3.2": (("embedding",), False, "DeepSeek-V3 report: '37B activated for each token'"),
-    "minimax-m2.7": (("embedding",), False, "MiniMax-M2 README: '10 billion active parameters'"),
+    "minimax-m2.7": (("embedding",), True, "MiniMax-M2 README: '10 billion active parameters', a whole billion"),
     "glm-4.5-air": (("embedding", "head"), False, "transformers glm4_moe docs: 'GLM-4.5-Air ... 12 billion "
                     "active parameters'"),
     "qwen3-next-80b-a3b": (("embedding", "head"), True, "model card: '3B activated', a whole billion"),
