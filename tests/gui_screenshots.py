@@ -8,7 +8,8 @@ Run under a display (tests/gui/test_screenshots_xvfb.py starts Xvfb for it)::
 Settings go to ``OUTDIR/config`` (``XDG_CONFIG_HOME``), so every run is a first launch: the sample
 project with its start hint. States: ``fits`` (Llama-3.1-8B on one H100), ``out-of-memory`` (the
 same with 256 concurrent requests), ``roofline-training`` (70B pre-training on 64 H100s, hardware
-panel in front), ``moe-serving`` (Mixtral on two A100s) and ``dark`` (a dark palette). Writes
+panel in front), ``moe-serving`` (Mixtral on two A100s), ``hybrid-state`` (Bamba-9B serving 64 requests: the recurrent state
+beside the KV cache) and ``dark`` (a dark palette). Writes
 ``screenshots.json`` with the file names and the window-ready time.
 """
 
@@ -52,7 +53,7 @@ class Driver:
         self.app, self.out = app, out
         self.files: list[str] = []
         self.ready_s = 0.0
-        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.dark, self.finish]
+        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.hybrid, self.dark, self.finish]
         QTimer.singleShot(0, self.attach)
 
     def attach(self) -> None:
@@ -113,8 +114,16 @@ class Driver:
 
     def moe(self) -> None:
         self._shot("moe-serving")
-        self.app.setPalette(dark_palette())
         self.window.controller.set_current("Llama-3.1-8B chat on 1x H100")
+        self.window.model_panel.table.choose("bamba-9b")  # a Mamba-2 hybrid: recurrent state beside KV
+        self.window.scenario_panel.set_value("batch_size", 64)
+        self._settle(self._next)
+
+    def hybrid(self) -> None:
+        self._shot("hybrid-state")
+        self.window.controller.undo_stack.undo()
+        self.window.controller.undo_stack.undo()
+        self.app.setPalette(dark_palette())
         self._settle(self._next)
 
     def dark(self) -> None:

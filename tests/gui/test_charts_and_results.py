@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtGui import QColor
 
+from workbench.core.scenario import Scenario
 from workbench.core.units import GiB
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
@@ -172,3 +173,20 @@ def test_memory_stack_shows_recurrent_state_only_when_a_model_keeps_one(qtbot) -
     assert [name for _, name in ((i, lbl.text) for i, lbl in chart.legend.items)][-2:] == ["Recurrent state", "Overhead"]
     chart.update_estimate(run(LLAMA_8B))
     assert "recurrent_state" not in chart.legend_keys
+
+
+def test_results_show_the_recurrent_state_of_hybrid_models_only(qtbot, catalogs, project) -> None:  # type: ignore[no-untyped-def]
+    from workbench.pluginhost import default_engine
+
+    panel = ResultsPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    engine = default_engine()
+    for model, shown in (("bamba-9b", True), ("llama-3.1-8b", False)):
+        scenario = Scenario(model=model, gpu="h100-sxm", batch_size=8)
+        estimate = engine.run(catalogs.resolve(scenario, project))
+        panel.update_outcome(Outcome(1, scenario, estimate.resolved, estimate))
+        row = panel.values["recurrent_state.bytes_per_sequence"]
+        assert row.isVisible() is shown, model
+        if shown:
+            assert row.text().endswith("MiB")  # Bamba-9B: 32 layers' fp32 SSM states, ~118 MiB

@@ -26,7 +26,8 @@ from workbench.gui import theme
 from workbench.gui.estimate_runner import Outcome
 from workbench.gui.explain_text import NA, number, tooltip_html, value_text
 
-# (section, [(key, label, workloads it applies to: "i" inference, "t" training)])
+# (section, [(key, label, workloads it applies to: "i" inference, "t" training; "r": only for models
+# with recurrent layers)])
 FIGURES: list[tuple[str, list[tuple[str, str, str]]]] = [
     ("Model", [
         ("parameters.total", "Parameters", "it"),
@@ -38,6 +39,7 @@ FIGURES: list[tuple[str, list[tuple[str, str, str]]]] = [
         ("memory.usable_capacity", "Usable", "it"),
         ("memory.headroom", "Headroom", "it"),
         ("kv_cache.bytes_per_token", "KV cache per token", "i"),
+        ("recurrent_state.bytes_per_sequence", "Recurrent state per sequence", "ir"),
         ("kv_cache.max_concurrency", "Max concurrent requests", "i"),
     ]),
     ("Compute", [
@@ -163,7 +165,7 @@ class ResultsPanel(QScrollArea):
         layout.addStretch(1)
         self.setWidget(body)
         self.outcome: Outcome | None = None
-        self._training: bool | None = None
+        self._shown_for: tuple[bool, bool] | None = None  # (training, recurrent) the rows are shown for
 
     # --- update -------------------------------------------------------------------------------
 
@@ -173,14 +175,18 @@ class ResultsPanel(QScrollArea):
         self.error.setVisible(bool(outcome.error))
         self.error.setText(f"Cannot estimate: {escape(outcome.error)}" if outcome.error else "")
         training = outcome.scenario.is_training
-        if training != self._training:
-            self._training = training
+        recurrent = estimate is not None and estimate.resolved.model.recurrent_layers > 0
+        if (training, recurrent) != self._shown_for:
+            self._shown_for = (training, recurrent)
+
+            def relevant(applies: str) -> bool:
+                return ("t" if training else "i") in applies and (recurrent or "r" not in applies)
+
             for name, value, applies in self._rows.values():
-                relevant = ("t" if training else "i") in applies
-                name.setVisible(relevant)
-                value.setVisible(relevant)
+                name.setVisible(relevant(applies))
+                value.setVisible(relevant(applies))
             for header, keys in self._headers:
-                header.setVisible(any(("t" if training else "i") in self._rows[k][2] for k in keys))
+                header.setVisible(any(relevant(self._rows[k][2]) for k in keys))
         for _, value, _ in self._rows.values():
             value.set_estimate(estimate)
         self.gpus_needed.set_estimate(estimate)
