@@ -174,3 +174,13 @@ def test_cli_import_exits_2_with_one_line(tmp_path: Path, capsys: pytest.Capture
     assert_one_line_error(*run_cli(capsys, "import", str(path)), needle)
     assert_one_line_error(*run_cli(capsys, "import", str(tmp_path)), needle)
     assert path.read_bytes() == raw
+
+
+def test_a_name_too_long_to_show_is_not_taken_from_the_file() -> None:
+    """A 100,000-character ``_name_or_path`` (a broken or hostile file) is no model name: the
+    model type stands in; a name over the limit given any other way is refused in one line."""
+    arch = import_hf_config({**LLAMA, "_name_or_path": "x" * 100_000}).architecture
+    assert arch.name == "llama"
+    with pytest.raises(ModelImportError) as info:
+        import_hf_config(LLAMA, name="y" * 201, source="c.json")
+    assert "\n" not in str(info.value) and "200" in str(info.value)

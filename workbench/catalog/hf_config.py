@@ -49,6 +49,7 @@ from workbench.catalog.safe_read import MAX_CONFIG_BYTES, check_counts, inside_f
 from workbench.catalog.safetensors_header import INDEX_NAME, find_safetensors, read_safetensors_folder
 from workbench.core.dtypes import WeightFormat
 from workbench.core.errors import ModelImportError, describe_validation_error
+from workbench.core.limits import MAX_NAME_CHARS
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters
 
@@ -199,8 +200,10 @@ def import_hf_config(
 def _default_name(config: Mapping[str, Any], model_type: str) -> str:
     path = config.get("_name_or_path")
     if isinstance(path, str) and path.strip():
-        return path.rstrip("/").split("/")[-1]
-    return model_type or "imported model"
+        name = path.rstrip("/").split("/")[-1]
+        if 0 < len(name) <= MAX_NAME_CHARS:
+            return name  # a longer one (a hostile or broken file) is no name to show
+    return (model_type or "imported model")[:MAX_NAME_CHARS]
 
 
 def architecture_from_hf_config(

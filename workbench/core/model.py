@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from workbench.core import limits
 from workbench.core.dtypes import DType, WeightFormat
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, allow_inf_nan=False)
@@ -390,7 +391,9 @@ class ModelArchitecture(BaseModel):
 
     model_config = _FROZEN
 
-    name: str = Field(min_length=1, description="Display name, e.g. 'Llama-3.1-8B'.")
+    name: str = Field(
+        min_length=1, max_length=limits.MAX_NAME_CHARS, description="Display name, e.g. 'Llama-3.1-8B'."
+    )
     family: str = Field("custom", description="Model family, e.g. 'llama', 'qwen', 'gpt2'.")
     kind: ModelKind = Field(ModelKind.DECODER, description="Decoder-only, encoder-only or encoder-decoder.")
     hf_model_type: str | None = Field(None, description="The config's `model_type` when imported.")
