@@ -269,7 +269,7 @@ def test_sensitivity_text_json_and_comparison(capsys: pytest.CaptureFixture[str]
 
 def test_solve_help_describes_every_question() -> None:
     """`solve --help` says what each registered question answers (choices come from two modules)."""
-    from workbench.cli import SOLVE_DESCRIPTION, build_parser
+    from workbench.cli.main import SOLVE_DESCRIPTION, build_parser
 
     parser = build_parser()
     solve = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" solve"))

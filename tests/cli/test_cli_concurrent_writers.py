@@ -81,7 +81,7 @@ HOLD_WRITE = textwrap.dedent("""
 
 def test_a_writer_that_holds_too_long_is_reported_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench import cli_project
+    from workbench.cli import project as cli_project
 
     path = tmp_path / "shared.gpuwb"
     run_cli(capsys, "project", "new", str(path))

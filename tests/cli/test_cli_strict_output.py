@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from workbench.cli import main
-from workbench.cli_output import escape_control, sanitize, strict_json
+from workbench.cli.output import escape_control, sanitize, strict_json
 
 BASE = ("--model", "llama-3.1-8b", "--gpu", "h100-sxm")
 

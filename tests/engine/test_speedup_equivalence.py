@@ -143,7 +143,7 @@ TRAINING_SWEEP = {
 def _sweep(spec: dict[str, Any], workers: int) -> list[list[Any]]:
     from workbench.api import make_scenario
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.cli import _DEFAULT_SWEEP_KEYS
+    from workbench.cli.main import _DEFAULT_SWEEP_KEYS
     from workbench.engine.sweep import parse_axis, sweep_rows
 
     base = make_scenario(**spec["base"])
@@ -213,7 +213,7 @@ def test_a_run_for_a_few_keys_gives_the_full_estimates_values() -> None:
     for the sweep's columns, must give exactly the value a full estimate gives, and every other
     key such a run does produce must be right too."""
     from workbench.api import make_scenario, resolve
-    from workbench.cli import _DEFAULT_SWEEP_KEYS
+    from workbench.cli.main import _DEFAULT_SWEEP_KEYS
 
     engine = _engine()
     for fields in _scenarios()[::9]:

@@ -294,7 +294,7 @@ def test_report_layer_imports_no_widgets() -> None:
                 return None
         sys.meta_path.insert(0, NoWidgets())
         import workbench.report.document, workbench.report.charts, workbench.report.sections
-        import workbench.report.pdf, workbench.cli_report
+        import workbench.report.pdf, workbench.cli.report
         print("ok")
         """
     )

@@ -54,7 +54,7 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
         help="candidate accelerators to compare, comma-separated (default: the project's saved comparison, "
         "as the window's Compare tab left it, else the scenarios' own)",
     )
-    from workbench.cli_compare import _add_targets
+    from workbench.cli.compare import _add_targets
 
     _add_targets(report)  # default: the saved comparison's targets
     report.add_argument("--page-size", choices=list(PAGE_SIZES), default="a4", help="paper size (default a4)")
@@ -75,7 +75,7 @@ def _with_scenario(args: argparse.Namespace, scenario: str | None) -> argparse.N
 
 
 def _project_and_names(args: argparse.Namespace) -> tuple[Project, tuple[str, ...]]:
-    from workbench.scenario_flags import project_from_args, scenario_from_args
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     if args.project:
         project = project_from_args(args)
@@ -130,7 +130,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     candidates = tuple(dict.fromkeys(c.strip() for c in (args.gpus_list or "").split(",") if c.strip()))
     for ident in candidates:
         resolve_accelerator(ident, project)  # an unknown id is refused before anything runs
-    from workbench.cli_compare import _targets
+    from workbench.cli.compare import _targets
 
     from workbench.engine.compare import Targets
 

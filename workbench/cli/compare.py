@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli_output import emit_json
+from workbench.cli.output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
@@ -28,7 +28,7 @@ from workbench.engine.compare import (
 from workbench.core.limits import MAX_GPUS as LIMIT_GPUS
 from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.engine.solvers import MAX_GPUS
-from workbench.scenario_flags import finite_number, whole_number
+from workbench.cli.scenario_flags import finite_number, whole_number
 
 SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
 
@@ -172,7 +172,7 @@ def _with(args: argparse.Namespace, **changes: Any) -> argparse.Namespace:
 
 def _scenarios(args: argparse.Namespace) -> tuple[list[Scenario], Project | None]:
     """The scenarios to compare: one from flags / a file, or named ones from ``--project``."""
-    from workbench.scenario_flags import project_from_args, scenario_from_args
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     project = project_from_args(args)
     names: list[str] = list(args.scenario or [])
@@ -452,7 +452,7 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
     from workbench.catalog.resolve import resolve_scenario
     from workbench.engine import solvers
     from workbench.pluginhost import default_engine
-    from workbench.scenario_flags import project_from_args, scenario_from_args
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     engine = default_engine()
     project = project_from_args(args)

@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from workbench.cli_output import emit_json
+from workbench.cli.output import emit_json
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 
@@ -79,7 +79,7 @@ def _with_scenario(project: Project, scenario: Any, project_path: str) -> Projec
 
 def _cmd_add_scenario(args: argparse.Namespace) -> int:
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.scenario_flags import scenario_from_args
+    from workbench.cli.scenario_flags import scenario_from_args
 
     project_path = args.project_file
     args.project = None  # the scenario comes from flags / a scenario file, not from the project
@@ -139,7 +139,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from workbench.scenario_flags import read_input_text
+    from workbench.cli.scenario_flags import read_input_text
     from workbench.store import import_json, scenario_from_json
 
     source = Path(args.json_file)

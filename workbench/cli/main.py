@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from workbench import __version__
 from workbench.core.errors import InputError
-from workbench.cli_output import EscapingWriter, emit_json, finite_or_none, one_line, stream_json_object
+from workbench.cli.output import EscapingWriter, emit_json, finite_or_none, one_line, stream_json_object
 from workbench.core.units import format_bytes, format_count
 
 EXIT_USAGE = 2
@@ -206,7 +206,7 @@ def _cmd_scenario(args: argparse.Namespace) -> int:
 
 def _resolved_from_args(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from workbench.catalog.resolve import resolve_scenario
-    from workbench.scenario_flags import project_from_args, scenario_from_args
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     project = project_from_args(args)
     return resolve_scenario(scenario_from_args(args, project), project)
@@ -245,7 +245,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from workbench.catalog.resolve import resolve_scenario
     from workbench.engine.sweep import check_sweep_size, parse_axis, sweep_chunks, sweep_rows
     from workbench.pluginhost import default_engine
-    from workbench.scenario_flags import project_from_args, scenario_from_args
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     if not args.vary:
         raise InputError("sweep: give at least one --vary FIELD=V1,V2,...")
@@ -282,7 +282,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 #: What each `solve` question answers; the choices themselves are registered in two places
-#: (here and cli_compare), so the help text lists them all once.
+#: (here and cli.compare), so the help text lists them all once.
 SOLVE_DESCRIPTION = """Inverse questions about one scenario (scenario flags as for `estimate`):
 
   min-gpus          fewest GPUs (and the TP/PP/DP layout) on which the scenario fits
@@ -388,7 +388,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from workbench.scenario_flags import add_scenario_flags
+    from workbench.cli.scenario_flags import add_scenario_flags
 
     parser = _Parser(
         prog="gpu-workbench",
@@ -445,15 +445,15 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
     solve.set_defaults(handler=_cmd_solve)
 
-    from workbench.cli_project import add_project_commands
+    from workbench.cli.project import add_project_commands
 
     add_project_commands(sub, _Parser, add_scenario_flags)
 
-    from workbench.cli_report import add_report_command
+    from workbench.cli.report import add_report_command
 
     add_report_command(sub, add_scenario_flags)
 
-    from workbench.cli_compare import add_compare_commands
+    from workbench.cli.compare import add_compare_commands
 
     add_compare_commands(sub, _Parser, add_scenario_flags, solve)
 
@@ -497,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if handler is None:
             sys.stdout, sys.stderr = stdout, stderr
             return _open_window(argv)
-        from workbench.cli_guard import guarded_command, report_runtime_faults
+        from workbench.cli.guard import guarded_command, report_runtime_faults
 
         try:
             # The guard needs the real stream: it keeps its file descriptor for our output and
