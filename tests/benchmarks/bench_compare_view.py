@@ -51,9 +51,9 @@ def main() -> int:
 
     from workbench.gui.app import create_application
     from workbench.gui.catalogs import Catalogs
-    from workbench.gui.compare_view import DEBOUNCE_MS, CompareView
+    from workbench.gui.compare.compare_view import DEBOUNCE_MS, CompareView
     from workbench.gui.controller import ProjectController
-    from workbench.gui.samples import sample_project
+    from workbench.gui.project.samples import sample_project
     from workbench.pluginhost import default_engine
 
     app = create_application([])

@@ -15,9 +15,9 @@ from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import Candidate, compare
 from workbench.gui import theme
-from workbench.gui.compare_format import short_name
-from workbench.gui.compare_table import COLUMN_INDEX
-from workbench.gui.compare_view import CompareView
+from workbench.gui.compare.compare_format import short_name
+from workbench.gui.compare.compare_table import COLUMN_INDEX
+from workbench.gui.compare.compare_view import CompareView
 from workbench.gui.controller import ProjectController
 
 CANDIDATES = ["h100-sxm", "a100-80gb-sxm", "l40s", "gh200", "b200", "h200-sxm", "mi300x", "t4"]

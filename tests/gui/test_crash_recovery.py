@@ -23,7 +23,7 @@ from PySide6.QtWidgets import QMessageBox
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.gui.main_window import MainWindow
-from workbench.gui.recovery_prompt import RecoveryDialog, offered_recoveries
+from workbench.gui.project.recovery_prompt import RecoveryDialog, offered_recoveries
 from workbench.store import open_project, pending_recoveries, save_project, write_recovery
 from workbench.store.lock import lock_path
 
@@ -53,7 +53,7 @@ RESTORE_AND_REPORT = textwrap.dedent("""
     import json, sys
     from PySide6.QtCore import QTimer
     from workbench.gui.app import create_application, run_app
-    from workbench.gui.recovery_prompt import RecoveryDialog
+    from workbench.gui.project.recovery_prompt import RecoveryDialog
 
     app = create_application([])
     offered = []

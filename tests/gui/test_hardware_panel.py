@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
-from workbench.gui.accelerator_dialog import AcceleratorDialog
+from workbench.gui.dialogs.accelerator_dialog import AcceleratorDialog
 from workbench.gui.controller import ProjectController
-from workbench.gui.hardware_panel import HardwarePanel
+from workbench.gui.panels.hardware_panel import HardwarePanel
 
 
 def _panel(qtbot, controller: ProjectController) -> HardwarePanel:  # type: ignore[no-untyped-def]

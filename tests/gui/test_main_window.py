@@ -272,7 +272,7 @@ def test_app_starts_in_a_fresh_process(tmp_path: Path) -> None:
 
 def test_uncaught_exceptions_are_shown_and_logged_never_fatal(qtbot, monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from workbench.gui import error_dialog
+    from workbench.gui.dialogs import error_dialog
 
     shown: list[str] = []
     monkeypatch.setenv("WORKBENCH_USER_DIR", str(tmp_path))

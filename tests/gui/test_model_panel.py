@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLineEdit
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters
 from workbench.gui.controller import ProjectController
-from workbench.gui.model_panel import ModelPanel
+from workbench.gui.panels.model_panel import ModelPanel
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
 from workbench.gui.main_window import MainWindow
-from workbench.gui.plugins_dialog import (
+from workbench.gui.dialogs.plugins_dialog import (
     COLUMNS,
     PluginsDialog,
     WindowPlugins,

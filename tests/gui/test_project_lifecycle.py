@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 from workbench.engine.pipeline import Engine
 from workbench.gui.explain_text import value_text
 from workbench.gui.main_window import MainWindow
-from workbench.gui.recent_files import MAX_RECENT
+from workbench.gui.project.recent_files import MAX_RECENT
 from workbench.store import ProjectLock, load_estimates, open_project, save_estimates, save_project
 
 Button = QMessageBox.StandardButton

@@ -14,7 +14,7 @@ from PySide6.QtGui import QKeySequence
 
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
-from workbench.gui.report_dialog import ReportDialog
+from workbench.gui.dialogs.report_dialog import ReportDialog
 
 pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is not installed")
 

@@ -11,7 +11,7 @@ import pytest
 from workbench.core import atomic_write
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
-from workbench.gui.report_dialog import ReportDialog
+from workbench.gui.dialogs.report_dialog import ReportDialog
 
 
 def test_a_full_disk_is_reported_and_the_old_pdf_kept(  # type: ignore[no-untyped-def]

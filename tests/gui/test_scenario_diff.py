@@ -9,7 +9,7 @@ from workbench.core.project import Project
 from workbench.core.scenario import FinetuneMethod, Scenario
 from workbench.gui.explain_text import value_text
 from workbench.gui.main_window import MainWindow
-from workbench.gui.scenario_diff import (
+from workbench.gui.dialogs.scenario_diff import (
     ScenarioDiffDialog,
     engine_estimate,
     flatten_scenario,

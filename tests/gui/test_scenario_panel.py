@@ -6,7 +6,7 @@ from PySide6.QtWidgets import QInputDialog
 
 from workbench.core.scenario import FinetuneMethod, Workload
 from workbench.gui.controller import ProjectController
-from workbench.gui.scenario_panel import ScenarioPanel, parse_number
+from workbench.gui.panels.scenario_panel import ScenarioPanel, parse_number
 
 
 def _panel(qtbot, controller: ProjectController) -> ScenarioPanel:  # type: ignore[no-untyped-def]

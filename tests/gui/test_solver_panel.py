@@ -11,7 +11,7 @@ from workbench.core.scenario import Scenario
 from workbench.engine import solvers
 from workbench.engine.compare import Candidate, Targets, cheapest
 from workbench.gui.controller import ProjectController
-from workbench.gui.solver_panel import SolverPanel, parse_amount, scenario_changes
+from workbench.gui.compare.solver_panel import SolverPanel, parse_amount, scenario_changes
 
 CANDIDATES = (Candidate("h100-sxm"), Candidate("a100-80gb-sxm"), Candidate("l40s"), Candidate("gh200"),
               Candidate("b200"))

@@ -16,7 +16,7 @@ from workbench.engine import guard
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.pipeline import Engine
 from workbench.gui.estimate_runner import EstimateRunner, Outcome
-from workbench.gui.plugins_dialog import COLUMNS, PluginsDialog
+from workbench.gui.dialogs.plugins_dialog import COLUMNS, PluginsDialog
 from workbench.gui.settings import Settings
 from workbench.pluginhost import FIRST_PARTY, PluginHost
 

@@ -9,11 +9,11 @@ from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.engine import sensitivity as S
 from workbench.engine.compare import Candidate, Targets, compare
-from workbench.gui import sensitivity_view
-from workbench.gui.compare_view import CompareView
+from workbench.gui.compare import sensitivity_view
+from workbench.gui.compare.compare_view import CompareView
 from workbench.gui.controller import ProjectController
-from workbench.gui.sensitivity_view import SensitivityView
-from workbench.gui.tornado_chart import MAX_BARS, TornadoChart, factor_range
+from workbench.gui.compare.sensitivity_view import SensitivityView
+from workbench.gui.charts.tornado_chart import MAX_BARS, TornadoChart, factor_range
 
 CANDIDATES = ["h100-sxm", "a100-80gb-sxm", "gh200", "b200"]
 
@@ -105,7 +105,7 @@ def test_the_view_shows_the_current_scenarios_tornado_and_ranges(qtbot, views, c
 def test_a_note_when_a_swing_changes_the_recommendation(qtbot, views, controller, catalogs, engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     # The check runs by itself only when it looks quick; on a loaded machine it may not. This test is
     # about the note, not about that timing: let it always run by itself.
-    import workbench.gui.sensitivity_view as sensitivity_view
+    import workbench.gui.compare.sensitivity_view as sensitivity_view
 
     monkeypatch.setattr(sensitivity_view, "AUTO_CHECK_S", float("inf"))
     compare_view, view = views

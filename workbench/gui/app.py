@@ -49,7 +49,7 @@ def tune_garbage_collector() -> None:
 
 def run_app(argv: Sequence[str] = ()) -> int:
     """Open the main window and run the event loop until it closes."""
-    from workbench.gui.error_dialog import install_excepthook
+    from workbench.gui.dialogs.error_dialog import install_excepthook
     from workbench.gui.main_window import MainWindow
 
     app = create_application(argv)

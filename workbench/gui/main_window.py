@@ -27,31 +27,31 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
-from workbench.gui.analysis_tabs import AnalysisTabs
-from workbench.gui.autosave import Autosaver
+from workbench.gui.compare.analysis_tabs import AnalysisTabs
+from workbench.gui.project.autosave import Autosaver
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.controller import ProjectController
 from workbench.gui.estimate_runner import EstimateRunner, Outcome, SweepOutcome
-from workbench.gui.hardware_panel import HardwarePanel
-from workbench.gui.help_dialog import HelpDialog
-from workbench.gui.hint_banner import HintBanner
-from workbench.gui.known_estimates import KnownEstimates
-from workbench.gui.memory_chart import MemoryStackChart
-from workbench.gui.plugins_dialog import engine_factory
-from workbench.gui.model_panel import ModelPanel
-from workbench.gui.recent_files import RecentFiles, RecentFilesMenu
-from workbench.gui.results_panel import ResultsPanel
-from workbench.gui.roofline_chart import RooflineChart
-from workbench.gui.samples import new_project, sample_project
-from workbench.gui.scenario_panel import ScenarioPanel
+from workbench.gui.panels.hardware_panel import HardwarePanel
+from workbench.gui.dialogs.help_dialog import HelpDialog
+from workbench.gui.panels.hint_banner import HintBanner
+from workbench.gui.project.known_estimates import KnownEstimates
+from workbench.gui.charts.memory_chart import MemoryStackChart
+from workbench.gui.dialogs.plugins_dialog import engine_factory
+from workbench.gui.panels.model_panel import ModelPanel
+from workbench.gui.project.recent_files import RecentFiles, RecentFilesMenu
+from workbench.gui.panels.results_panel import ResultsPanel
+from workbench.gui.charts.roofline_chart import RooflineChart
+from workbench.gui.project.samples import new_project, sample_project
+from workbench.gui.panels.scenario_panel import ScenarioPanel
 from workbench.gui.settings import LAYOUT_VERSION, Settings
-from workbench.gui.sweep_chart import SweepChart
+from workbench.gui.charts.sweep_chart import SweepChart
 from workbench.paths import resources_dir
 
 if TYPE_CHECKING:
     from workbench.core.scenario import Scenario
     from workbench.engine.estimate import Estimate
-    from workbench.gui.scenario_diff import ScenarioDiffDialog
+    from workbench.gui.dialogs.scenario_diff import ScenarioDiffDialog
     from workbench.store import ProjectLock, Recovery
 
 APP_TITLE = "GPU Planning Workbench"
@@ -230,7 +230,7 @@ class MainWindow(QMainWindow):
         for action in (self.import_action, self.import_folder_action, self.sample_action):
             file_menu.addAction(action)
         file_menu.addSeparator()
-        from workbench.gui.report_dialog import open_report_dialog
+        from workbench.gui.dialogs.report_dialog import open_report_dialog
 
         self.report_action = self._action("Export &Report…", lambda: open_report_dialog(self), "Ctrl+E",
                                           "Write a PDF sizing report of the project's scenarios")
@@ -275,7 +275,7 @@ class MainWindow(QMainWindow):
         self.help_action = self._action("Workbench &Guide", self.show_help, QKeySequence.StandardKey.HelpContents,
                                         "The bundled guide (works offline)", "F1")
         help_menu.addAction(self.help_action)
-        from workbench.gui.plugins_dialog import show_plugins_dialog
+        from workbench.gui.dialogs.plugins_dialog import show_plugins_dialog
 
         self.plugins_action = self._action("&Plugins…", lambda: show_plugins_dialog(self, self.settings), None,
                                            "Installed plugins: version, origin, status; turn them off or on")
@@ -596,7 +596,7 @@ class MainWindow(QMainWindow):
         """
         from PySide6.QtWidgets import QDialog
 
-        from workbench.gui.recovery_prompt import RecoveryDialog, offered_recoveries
+        from workbench.gui.project.recovery_prompt import RecoveryDialog, offered_recoveries
 
         own = [self.autosaver.current_file] if self.autosaver.current_file is not None else []
         found = offered_recoveries(exclude=own)
@@ -614,7 +614,7 @@ class MainWindow(QMainWindow):
 
     def restore_recovery(self, recovery: Recovery) -> bool:
         """Open a recovery copy, marked modified and tied to its original file (if it had one)."""
-        from workbench.gui.recovery_prompt import forget
+        from workbench.gui.project.recovery_prompt import forget
         from workbench.store import ProjectLock, ProjectLockedError
 
         if not self._confirm_discard():
@@ -649,7 +649,7 @@ class MainWindow(QMainWindow):
 
     def compare_scenarios(self) -> ScenarioDiffDialog:
         """The diff of two scenarios (the selected one and the next), live while the project changes."""
-        from workbench.gui.scenario_diff import ScenarioDiffDialog
+        from workbench.gui.dialogs.scenario_diff import ScenarioDiffDialog
 
         names = [s.name for s in self.controller.project.scenarios]
         current = self.controller.current

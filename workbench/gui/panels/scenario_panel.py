@@ -50,7 +50,7 @@ from workbench.core.scenario import (
 )
 from workbench.gui import theme
 from workbench.gui.controller import ProjectController
-from workbench.gui.model_editor import INVALID_STYLE
+from workbench.gui.panels.model_editor import INVALID_STYLE
 
 Applies = Callable[[Scenario, ModelArchitecture | None], bool]
 

@@ -44,7 +44,7 @@ from workbench.engine.variations import with_fields
 from workbench.gui import theme
 from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
-from workbench.gui.compare_format import gui_words, headline, number, short_name
+from workbench.gui.compare.compare_format import gui_words, headline, number, short_name
 from workbench.gui.controller import ProjectController
 
 EngineSource = Callable[[], Engine]

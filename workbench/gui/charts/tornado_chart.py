@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 from workbench.engine.compare import format_seconds
 from workbench.engine.sensitivity import Bar, Sensitivity
 from workbench.gui import theme
-from workbench.gui.compare_format import number, usd
+from workbench.gui.compare.compare_format import number, usd
 
 LOW_COLOUR = theme.SERIES_COLOURS[0]
 HIGH_COLOUR = theme.SERIES_COLOURS[1]

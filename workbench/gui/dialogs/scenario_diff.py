@@ -40,7 +40,7 @@ from workbench.engine.estimate import Estimate
 from workbench.engine.quantity import Quantity
 from workbench.gui import theme
 from workbench.gui.explain_text import NA, quantity_text, tooltip_html, value_text
-from workbench.gui.scenario_panel import SECTIONS
+from workbench.gui.panels.scenario_panel import SECTIONS
 
 EstimateFn = Callable[[Scenario], Estimate]
 

@@ -1,7 +1,7 @@
 """After a crash: offer the recovery copies autosave left behind (Restore / Discard / Later).
 
 Only copies whose writer is gone are offered: a copy another running workbench is still
-writing is its live autosave, not a crash's leftover (see :mod:`workbench.gui.autosave`).
+writing is its live autosave, not a crash's leftover (see :mod:`workbench.gui.project.autosave`).
 "Later" keeps every copy for the next launch, or for File > Recover Unsaved Work.
 """
 

@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (
 from workbench.catalog.hf_config import UnknownArchitectureError, load_hf_config
 from workbench.core.errors import InputError
 from workbench.gui.controller import ProjectController
-from workbench.gui.model_editor import ModelEditor
-from workbench.gui.model_table import ModelTable
+from workbench.gui.panels.model_editor import ModelEditor
+from workbench.gui.panels.model_table import ModelTable
 
 
 def _local_paths(event: QDragEnterEvent | QDropEvent) -> list[Path]:

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.engine.compare import CandidateResult, ScenarioComparison
 from workbench.gui import theme
-from workbench.gui.compare_format import number, short_name, usd
+from workbench.gui.compare.compare_format import number, short_name, usd
 
 #: Candidates drawn at most (best-ranked first); the table holds the rest.
 MAX_BARS = 12

@@ -22,7 +22,7 @@ from workbench.core.dtypes import DType
 from workbench.core.errors import describe_validation_error
 from workbench.core.hardware import Accelerator, Source, Vendor
 from workbench.gui import theme
-from workbench.gui.model_editor import INVALID_STYLE
+from workbench.gui.panels.model_editor import INVALID_STYLE
 
 CATEGORIES = ("datacenter", "workstation", "consumer", "tpu", "soc")
 #: (field, label) of the plain fields, in form order.

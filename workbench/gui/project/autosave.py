@@ -3,7 +3,7 @@
 While the project has unsaved changes, a copy is written (atomically, like a save) to the
 recovery folder shortly after the last edit and at least every interval (both in the settings).
 Saving, or closing after choosing not to save, deletes the copy; a crash leaves it, and the next
-launch offers it back (:mod:`workbench.gui.recovery_prompt`).
+launch offers it back (:mod:`workbench.gui.project.recovery_prompt`).
 
 A project that was never saved is keyed by this window's session id (process id and start
 time), so two running instances never write the same recovery file. Each copy carries a lock

@@ -1,0 +1,1 @@
+"""Dialogs: custom accelerator, errors, help, plugins, PDF report export, scenario diff."""

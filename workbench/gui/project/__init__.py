@@ -1,0 +1,1 @@
+"""The project lifecycle around the window: autosave and recovery, recent files, the sample project, cached estimates."""
