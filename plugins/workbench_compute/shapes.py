@@ -290,7 +290,13 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
     moe_main = sum(1 for i in main_range if arch.is_moe_layer(i))
     ffn_main = sum(1 for i in main_range if arch.has_ffn(i))
     attn_main = sum(1 for i in main_range if arch.has_attention(i))
-    gemms = _attention_gemms(arch, attn_main, MAIN, MAIN) if attn_main else []
+    if arch.shared_blocks is not None:
+        # Zamba2: every attention is a shared block's, run in full at each layer that applies it.
+        from workbench_compute.shared_blocks import shared_block_gemms
+
+        gemms = shared_block_gemms(arch, attn_main, MAIN)
+    else:
+        gemms = _attention_gemms(arch, attn_main, MAIN, MAIN) if attn_main else []
     recurrent: tuple[RecurrentGroup, ...] = ()
     rec, rec_layers = arch.recurrent, arch.recurrent_layers
     if rec is not None and rec_layers:
