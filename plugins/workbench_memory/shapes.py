@@ -244,7 +244,10 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
     matrix_elems = sum(i * o for i, o in mats)
     # vectors (and the mixer's conv weights, A, D, ...) are kept whole
     factored = sum(i + o for i, o in mats) + (layer_total - matrix_elems)
-    lora_all = attn + mixer + ffn + own
+    lora_all = attn + mixer + ffn
+    if shared_layer:
+        lora_all = shared_blocks.lora_matrices(arch, index) + mixer
+        attn = lora_all[:4]  # the "attention" targets: this layer's instance of q, k, v and o
     kind = arch.kind
     cached = kind is not ModelKind.ENCODER and (kind is ModelKind.DECODER or decoder_block)
     sliding = cached and not decoder_block and arch.uses_sliding_window(index)
@@ -285,7 +288,7 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
             arch.mixer(index),
             arch.has_ffn(index),
             # Zamba2: layers running a shared block, and whether they hold its weights
-            arch.shared_blocks is not None and index in arch.shared_blocks.layers,
+            shared_blocks.block_of(arch, index),
             index in firsts,
         )
         block = cache.get(key)

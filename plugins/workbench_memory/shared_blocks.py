@@ -91,9 +91,8 @@ def mlp_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
     return [(h, (2 if arch.gated_mlp else 1) * i), (i, h)]
 
 
-def own_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
-    """(in, out) of the ``nn.Linear`` modules each layer running a shared block holds for itself:
-    its q/k/v adapters (down, up), its gate/up adapter and its output projection."""
+def adapter_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
+    """(in, out) of one layer's own adapters: q/k/v (down, up each) and gate/up (down, up)."""
     sb = arch.shared_blocks
     assert sb is not None
     h, w, r = arch.hidden_size, sb.input_width, sb.adapter_rank
@@ -103,9 +102,42 @@ def own_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
         mats += [(w, r), (r, q), (w, r), (r, kv), (w, r), (r, kv)]
     if r:
         mats += [(h, r), (r, (2 if arch.gated_mlp else 1) * arch.intermediate_size)]
-    if sb.layer_projection:
-        mats.append((h, h))
     return mats
+
+
+def own_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
+    """(in, out) of the ``nn.Linear`` modules each layer running a shared block holds for itself:
+    its adapters and, with ``layer_projection``, its output projection."""
+    sb = arch.shared_blocks
+    assert sb is not None
+    h = arch.hidden_size
+    return adapter_matrices(arch) + ([(h, h)] if sb.layer_projection else [])
+
+
+def block_of(arch: ModelArchitecture, index: int) -> int:
+    """Which shared block layer ``index`` runs (-1: none)."""
+    sb = arch.shared_blocks
+    if sb is None or index not in sb.layers:
+        return -1
+    return sb.layers.index(index) % sb.count
+
+
+def lora_matrices(arch: ModelArchitecture, index: int) -> list[tuple[int, int]]:
+    """(in, out) of the ``nn.Linear`` modules PEFT adapts in the shared-block part of layer ``index``.
+
+    transformers 5 builds a module instance of the shared block at every layer that runs it and ties
+    their weights; PEFT wraps module instances, so each such layer gets its own adapters on the
+    shared q/k/v/o and MLP, on its projection and on every adapter slot its instance holds: the
+    block's instance carries the adapters of all the layers that run that block (tied), so ``n``
+    layers sharing a block hold ``n`` slots each (``tests/validation/test_zamba2_vs_torch.py``
+    counts the model's ``nn.Linear`` modules)."""
+    sb = arch.shared_blocks
+    assert sb is not None
+    block = block_of(arch, index)
+    sharing = sum(1 for j in range(len(sb.layers)) if j % sb.count == block)
+    h = arch.hidden_size
+    mats = attention_matrices(arch) + mlp_matrices(arch) + adapter_matrices(arch) * sharing
+    return mats + ([(h, h)] if sb.layer_projection else [])
 
 
 def kv_projection_parameters(arch: ModelArchitecture) -> int:

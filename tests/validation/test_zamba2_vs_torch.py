@@ -204,3 +204,81 @@ def test_shared_weights_held_once_and_once_per_pipeline_stage() -> None:
     pp2 = _weights(arch, "memory.average_gpu.weights", num_gpus=2, parallel={"pp": 2})
     tied_head = config["vocab_size"] * config["hidden_size"]
     assert 2 * pp2 == 2 * (total + 2 * _block_by_hand(config) + tied_head)
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_lora_targets_are_the_models_linear_modules(name: str) -> None:
+    """PEFT wraps ``nn.Linear`` module instances: transformers 5 builds a (tied) instance of the shared
+    block at every layer that runs it, each holding the adapter slots of all layers sharing that
+    block. The memory stack's and the time model's adapter sizes follow those modules exactly."""
+    from workbench_memory.shapes import build_constants
+    from workbench_performance.model_constants import lora_parameters
+
+    linears = [
+        (n, m) for n, m in hf_model(name).model.layers.named_modules() if isinstance(m, torch.nn.Linear)
+    ]
+    every = sum(m.in_features + m.out_features for _, m in linears)
+    attention = sum(
+        m.in_features + m.out_features
+        for n, m in linears
+        if n.rsplit(".", 1)[-1] in ("q_proj", "k_proj", "v_proj", "o_proj")
+    )
+    arch = architecture(name)
+    c = build_constants(arch)
+    assert (c.lora_io_all[c.layers], c.lora_n_all[c.layers]) == (every, len(linears))
+    assert c.lora_io_attn[c.layers] == attention
+    assert lora_parameters(arch, 8, attention_only=False) == 8 * every
+    assert lora_parameters(arch, 8, attention_only=True) == 8 * attention
+
+
+def _matrices_run_by_hand(name: str) -> int:
+    """Weight-matrix elements one forward multiplies per token, from the transformers model: at each
+    hybrid layer its shared block's q/k/v/o and MLP, the adapters of that layer's slot and its
+    projection; every layer's Mamba in/out projections; the LM head."""
+    model = hf_model(name)
+    total = model.lm_head.weight.numel()
+    position = 0
+    for layer in model.model.layers:
+        mamba = getattr(layer, "mamba_decoder", layer).mamba
+        total += mamba.in_proj.weight.numel() + mamba.out_proj.weight.numel()
+        block = getattr(layer, "shared_transformer", None)
+        if block is None:
+            continue
+        attn, mlp = block.self_attn, block.feed_forward
+        run = [
+            attn.q_proj,
+            attn.k_proj,
+            attn.v_proj,
+            attn.o_proj,
+            mlp.gate_up_proj,
+            mlp.down_proj,
+            layer.linear,
+        ]
+        run.append(mlp.gate_up_proj_adapter_list[position])
+        if CONFIGS[name].get("use_shared_attention_adapter"):
+            run += [attn.linear_q_adapter_list[position], attn.linear_k_adapter_list[position],
+                    attn.linear_v_adapter_list[position]]  # fmt: skip
+        total += sum(
+            p.numel() for module in run for n, p in module.named_parameters() if n.endswith("weight")
+        )
+        position += 1
+    return total
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_decode_weights_are_read_at_every_application(name: str, tp: int) -> None:
+    """The time model reads the shared weights once per layer that runs them (each application
+    multiplies them again): the matrices the compute plugin's roofline multiplies, so weights plus
+    the rest still make its per-step bytes; and three TP all-reduces per shared-block layer."""
+    from workbench_compute.roofline import per_gpu
+    from workbench_compute.shapes import model_shape
+    from workbench_performance.model_constants import tp_collectives, weight_elements
+
+    arch, config = architecture(name), CONFIGS[name]
+    w = weight_elements(arch, tp, 1)
+    assert w.dense == pytest.approx(sum(per_gpu(model_shape(arch), tp, 1).weights.values()), rel=1e-12)
+    if tp == 1:
+        assert w.dense == _matrices_run_by_hand(name)
+    hybrid = config["layers_block_type"].count("hybrid")
+    assert tp_collectives(arch) == 3 * hybrid + (config["num_hidden_layers"] - hybrid)
