@@ -20,7 +20,9 @@ Hybrid models: attention projections and products only in blocks with attention,
 only in blocks with a feed-forward part; a recurrent mixer's projections are weight matmuls
 (in-projections column-, out-projection row-parallel, adapted by ``all-linear`` LoRA) and its
 kernel (convolution, chunked scan) is costed per sequence by :mod:`workbench_compute.recurrent`.
-A gated attention output (Qwen3-Next) doubles ``q_proj``.
+A gated attention output (Qwen3-Next) doubles ``q_proj``. Shared attention + MLP blocks (Zamba2)
+run in full at every layer that applies them, with that layer's adapters and projection
+(:mod:`workbench_compute.shared_blocks`).
 
 Building a :class:`ModelShape` walks the layers once; :func:`model_shape` caches it per model
 object so sweeps over batch, sequence or GPU pay for it once.
@@ -306,7 +308,8 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
             for j, (k, n) in enumerate(rec.projections)
         ]
         recurrent = (RecurrentGroup(rec_layers, rec),)
-    gemms += _block_gemms(arch, moe_main, ffn_main - moe_main, MAIN)
+    shared_ffn = len(arch.shared_blocks.layers) if arch.shared_blocks is not None else 0  # counted above
+    gemms += _block_gemms(arch, moe_main, ffn_main - moe_main - shared_ffn, MAIN)
     attention = _attention_groups(arch, main_range, MAIN, causal=arch.kind is ModelKind.DECODER)
     if seq2seq:
         dec_range = range(arch.num_layers, arch.total_layers)

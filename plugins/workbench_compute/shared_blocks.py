@@ -7,8 +7,8 @@ A shared block's weights are stored once, but its work is done at every layer th
   2 x hidden); o_proj maps the heads back to hidden;
 * with ``attention_adapters``, the layer's own low-rank adapters on q, k and v
   (``input_width -> rank -> input_width`` each, added to the shared projection's output);
-* the shared MLP (its matrices come from :func:`workbench_compute.shapes._ffn_gemms`, as any
-  dense FFN) plus the layer's own gate/up adapter (``hidden -> rank -> gate + up``);
+* the shared MLP (``gate_up_proj``, one fused matrix, then ``down_proj``) plus the layer's own
+  gate/up adapter (``hidden -> rank -> gate + up``);
 * with ``layer_projection``, the layer's own ``hidden x hidden`` linear on the block's output.
 
 The adapters and the projection are small and kept whole on every tensor-parallel rank
@@ -22,8 +22,8 @@ from workbench_compute.shapes import COL, KV, LORA_ALL_LINEAR, LORA_ATTENTION, R
 
 
 def shared_block_gemms(arch: ModelArchitecture, layers: int, stream: str) -> list[Gemm]:
-    """Attention projections, adapters and layer projections of ``layers`` shared-block applications
-    (the shared MLP's own matrices are the model's dense FFN, counted with the other blocks')."""
+    """Attention, MLP (one fused gate + up projection, then down), adapters and layer projections of
+    ``layers`` shared-block applications."""
     sb = arch.shared_blocks
     assert sb is not None
     h, w, r = arch.hidden_size, sb.input_width, sb.adapter_rank
@@ -36,11 +36,14 @@ def shared_block_gemms(arch: ModelArchitecture, layers: int, stream: str) -> lis
         Gemm("shared.o_proj", q_width, h, layers, stream, ROW, lora=LORA_ATTENTION),
     ]
     if r and sb.attention_adapters:
-        for name, out in (("q", q_width), ("k", kv_width), ("v", kv_width)):
+        for name in ("q", "k", "v"):  # input_width -> rank -> input_width, as transformers builds them
             gemms.append(Gemm(f"adapter.{name}.down", w, r, layers, stream, REPLICATED, lora=LORA_ALL_LINEAR))
-            gemms.append(Gemm(f"adapter.{name}.up", r, out, layers, stream, REPLICATED, lora=LORA_ALL_LINEAR))
+            gemms.append(Gemm(f"adapter.{name}.up", r, w, layers, stream, REPLICATED, lora=LORA_ALL_LINEAR))
+    gate_up = (2 if arch.gated_mlp else 1) * arch.intermediate_size
+    i = arch.intermediate_size
+    gemms.append(Gemm("shared.gate_up_proj", h, gate_up, layers, stream, COL, lora=LORA_ALL_LINEAR))
+    gemms.append(Gemm("shared.down_proj", i, h, layers, stream, ROW, lora=LORA_ALL_LINEAR))
     if r:
-        gate_up = (2 if arch.gated_mlp else 1) * arch.intermediate_size
         gemms.append(Gemm("adapter.gate_up.down", h, r, layers, stream, REPLICATED, lora=LORA_ALL_LINEAR))
         gemms.append(Gemm("adapter.gate_up.up", r, gate_up, layers, stream, REPLICATED, lora=LORA_ALL_LINEAR))
     if sb.layer_projection:

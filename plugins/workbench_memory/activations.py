@@ -43,7 +43,8 @@ the block full recompute rebuilds is the largest kind; a recurrent mixer's own t
 Gated DeltaNet) are counted per sequence by :mod:`workbench_memory.recurrent_activations`. Qwen3-Next
 norms are fp32 ``(1 + w)`` norms like Gemma's; its gated attention output keeps the sigmoid, the
 output's copy and their product; Mamba-2's residual stream stays fp32, so its final norm keeps
-fp32 tensors. Not modelled for recurrent mixers: the inference working set (only their
+fp32 tensors. Layers running a shared attention + MLP block (Zamba2) keep more, listed in
+:mod:`workbench_memory.shared_blocks`. Not modelled for recurrent mixers: the inference working set (only their
 projections' tensors count there) and fp32 Gated DeltaNet, whose chunked rule keeps a few more
 contiguous copies than in 16-bit (about 10% more of the mixer's own bytes).
 

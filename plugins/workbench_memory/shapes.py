@@ -18,6 +18,9 @@ How a block's parameters split under tensor parallelism (Megatron-LM / vLLM layo
   out_proj row-parallel), like attention's.
 * ``routed``: routed experts, divided over expert-parallel ranks.
 
+Shared attention + MLP blocks (Zamba2) are held once, on the first layer that runs each (and once
+more on every later pipeline stage that runs it): :mod:`workbench_memory.shared_blocks`.
+
 LoRA and Adafactor need matrix shapes: ``lora_io``/``lora_n`` hold, per target set, the sum of
 ``in + out`` over the adapted matrices and how many there are (an adapter of rank r adds
 ``r x (in + out)`` per matrix); ``factored`` holds Adafactor's state elements for full training

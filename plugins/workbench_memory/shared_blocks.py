@@ -9,16 +9,21 @@ block first used on an earlier stage holds a copy too (:func:`stage_copies`, add
 ``workbench_memory.sharding.build_stage``): a stage holds each block it runs exactly once. Tensor
 parallelism splits the shared weights as any attention + MLP (q/o and the MLP column/row
 parallel, k/v by KV heads); the per-layer adapters and projections are small and counted as
-``split`` too. Gradients and optimizer states follow the weights (one copy per stage holding
-them; Megatron-LM sums the tied copies' gradients across stages, as for tied embeddings).
+``split`` too. Gradients and optimizer states follow the weights: one copy per stage holding
+them (the copies' gradients are summed across stages, as for a tied embedding and head).
+
+**KV cache and recurrent state**: every layer that runs a shared block caches its own K/V (the
+attention runs with that layer's index; transformers' cache keeps one K/V per such layer), of
+``num_kv_heads x head_dim`` with ``head_dim = input_width / heads``; every layer, hybrid or not,
+keeps its Mamba-2 conv and SSM state. ``BlockShape.full_kv`` and ``state`` say so per layer.
 
 **Activations** (``Zamba2HybridLayer`` in transformers' modeling_zamba2.py, listed with
 ``saved_tensors_hooks``; ``tests/validation/test_zamba2_vs_torch.py`` holds the sums). On top of
 what an attention + dense FFN + recurrent-mixer block keeps (two hidden-width norms, the
 attention's and the FFN's inputs, the attention core, the FFN's inner tensors), a layer running a
-shared block keeps, per token: the norm over the joined input (``input_width`` = 2 x hidden wide
-instead of a second hidden-width norm's place: one norm more in all), q/k/v's input at that width
-(``input_width`` instead of hidden), the rank-``r`` outputs of its own q/k/v adapters (the up
+shared block keeps, per token: a third norm, over the joined input (``input_width`` = 2 x hidden;
+the other two, before the MLP and before the Mamba mixer, are the block's hidden-width ones),
+q/k/v's input at that width (``input_width`` instead of hidden), the rank-``r`` outputs of its own q/k/v adapters (the up
 projection keeps them) and of its gate/up adapter, and its output projection's input (hidden).
 Under full recompute (transformers checkpoints the hybrid layer and, nested in it, its Mamba
 layer) each such layer also holds the block's output the Mamba layer's checkpoint binds in
@@ -54,8 +59,10 @@ def stage_copies(arch: ModelArchitecture, a: int, b: int) -> int:
 
 def layer_bytes(arch: ModelArchitecture, dt: float, norm: Callable[[float], float], frozen: bool) -> float:
     """Per-token bytes a layer running a shared block keeps beyond an attention + FFN + mixer block
-    (see the module docstring). ``norm(width)`` is the bytes one norm over ``width`` keeps. A frozen
-    model (LoRA) keeps no input of its frozen adapters' up projections or of its output projection."""
+    (see the module docstring). ``norm(width)`` is the bytes one norm over ``width`` keeps. Under
+    LoRA (frozen base weights) the inputs of the adapters' up projections and of the output
+    projection are left out, as a frozen linear keeps none (all-linear LoRA adapters on those
+    linears would keep them again: not modelled)."""
     sb = arch.shared_blocks
     assert sb is not None
     h, w, r = arch.hidden_size, sb.input_width, sb.adapter_rank
@@ -98,8 +105,9 @@ def adapter_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
     h, w, r = arch.hidden_size, sb.input_width, sb.adapter_rank
     mats: list[tuple[int, int]] = []
     if r and sb.attention_adapters:
-        q, kv = arch.num_attention_heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
-        mats += [(w, r), (r, q), (w, r), (r, kv), (w, r), (r, kv)]
+        # each maps input_width -> rank -> input_width (transformers builds them so; their outputs
+        # add to q, k and v, which is why such a model has as many KV heads as heads)
+        mats += [(w, r), (r, w)] * 3
     if r:
         mats += [(h, r), (r, (2 if arch.gated_mlp else 1) * arch.intermediate_size)]
     return mats

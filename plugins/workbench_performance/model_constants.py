@@ -9,7 +9,8 @@
   per-sequence rest.
   Hybrid models: attention matrices only in blocks with attention (a gated output doubles
   q_proj), the recurrent mixer's projections (split over TP) in recurrent blocks, FFN matrices
-  only in blocks that have one.
+  only in blocks that have one. Shared attention + MLP blocks (Zamba2) are read at every layer
+  that applies them (:mod:`workbench_performance.shared_blocks` says why).
 * How many tensor-parallel collectives one token meets per forward pass: one after each part of a
   block (token mixer, MLP; one for parallel attention+MLP blocks; a mixer-only or FFN-only block
   has one), one more per decoder block for cross-attention.

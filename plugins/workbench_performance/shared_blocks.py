@@ -38,11 +38,10 @@ def own_elements(arch: ModelArchitecture) -> float:
     sb = arch.shared_blocks
     assert sb is not None
     h, w, r = arch.hidden_size, sb.input_width, sb.adapter_rank
-    q, kv = arch.num_attention_heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
     gate_up = (2 if arch.gated_mlp else 1) * arch.intermediate_size
     own = r * (h + gate_up) if r else 0.0
     if r and sb.attention_adapters:
-        own += r * (3 * w + q + 2 * kv)
+        own += 3 * 2 * w * r  # q/k/v adapters: input_width -> rank -> input_width
     return own + (h * h if sb.layer_projection else 0.0)
 
 
@@ -68,9 +67,7 @@ def lora_io(arch: ModelArchitecture, attention_only: bool) -> int:
     if attention_only:
         return positions * attention
     gate_up = (2 if arch.gated_mlp else 1) * i
-    slot = ((w + r) * 3 + (r + q) + 2 * (r + kv) if r and sb.attention_adapters else 0) + (
-        (h + r) + (r + gate_up) if r else 0
-    )
+    slot = (6 * (w + r) if r and sb.attention_adapters else 0) + ((h + r) + (r + gate_up) if r else 0)
     # layers sharing a block each hold all of its slots: sum over blocks of (layers of it)^2
     slots = sum(sum(1 for j in range(positions) if j % sb.count == b) ** 2 for b in range(sb.distinct))
     per_layer = attention + (h + gate_up) + (i + h) + (2 * h if sb.layer_projection else 0)
