@@ -36,8 +36,8 @@ pytestmark = pytest.mark.validation
 
 _IDS = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0, "vocab_size": 100}
 CONFIGS: dict[str, dict[str, Any]] = {
-    # two blocks used in turn by four hybrid layers, q/k/v adapters, GQA is not allowed with the
-    # q/k/v adapters (they are as wide as the attention input), so MHA here
+    # two blocks used in turn by four hybrid layers, with q/k/v adapters; those are as wide as the
+    # attention input and add to k and v, so transformers runs them with MHA only
     "zamba2-two-blocks-adapters": _IDS | {
         "model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 6,
         "layers_block_type": ["hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
