@@ -192,18 +192,20 @@ def _block_by_hand(config: dict[str, Any]) -> int:
     return attention + 3 * h * i + 2 * h + h
 
 
-def test_shared_weights_held_once_and_once_per_pipeline_stage() -> None:
-    """One GPU holds the transformers model's parameters (shared blocks once); with two pipeline
-    stages the second, which runs both blocks first used on the first stage, holds a copy of each
-    (and, the embedding being tied, the head's copy of it, as Megatron-LM keeps it)."""
+@pytest.mark.parametrize(("pp", "copies"), [(2, 2), (3, 2)])
+def test_shared_weights_held_once_and_once_per_pipeline_stage(pp: int, copies: int) -> None:
+    """One GPU holds the transformers model's parameters (shared blocks once); under pipeline
+    parallelism every stage holds each block it runs once (and, the embedding being tied, the last
+    stage holds the head's copy of it, as Megatron-LM keeps it). Blocks 0, 1, 0, 1 run at layers
+    0, 2, 3, 5: over stages 0-2 | 3-5 the second holds both again; over 0-1 | 2-3 | 4-5 the second
+    holds block 0 again (block 1 is first used there) and the third block 1."""
     name = "zamba2-two-blocks-adapters"
     arch, config = architecture(name), CONFIGS[name]
     total = sum(p.numel() for p in hf_model(name).parameters())
     assert _weights(arch, "memory.per_gpu.weights") == 2 * total
-    # layers 0-2 | 3-5; blocks run at layers 0, 2 (first uses), 3, 5: stage 2 needs both again
-    pp2 = _weights(arch, "memory.average_gpu.weights", num_gpus=2, parallel={"pp": 2})
+    average = _weights(arch, "memory.average_gpu.weights", num_gpus=pp, parallel={"pp": pp})
     tied_head = config["vocab_size"] * config["hidden_size"]
-    assert 2 * pp2 == 2 * (total + 2 * _block_by_hand(config) + tied_head)
+    assert pp * average == pytest.approx(2 * (total + copies * _block_by_hand(config) + tied_head), rel=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
