@@ -20,7 +20,9 @@ Hybrid models: attention projections and products only in blocks with attention,
 only in blocks with a feed-forward part; a recurrent mixer's projections are weight matmuls
 (in-projections column-, out-projection row-parallel, adapted by ``all-linear`` LoRA) and its
 kernel (convolution, chunked scan) is costed per sequence by :mod:`workbench_compute.recurrent`.
-A gated attention output (Qwen3-Next) doubles ``q_proj``.
+A gated attention output (Qwen3-Next) doubles ``q_proj``. Shared attention + MLP blocks (Zamba2)
+run in full at every layer that applies them, with that layer's adapters and projection
+(:mod:`workbench_compute.shared_blocks`).
 
 Building a :class:`ModelShape` walks the layers once; :func:`model_shape` caches it per model
 object so sweeps over batch, sequence or GPU pay for it once.
@@ -290,7 +292,13 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
     moe_main = sum(1 for i in main_range if arch.is_moe_layer(i))
     ffn_main = sum(1 for i in main_range if arch.has_ffn(i))
     attn_main = sum(1 for i in main_range if arch.has_attention(i))
-    gemms = _attention_gemms(arch, attn_main, MAIN, MAIN) if attn_main else []
+    if arch.shared_blocks is not None:
+        # Zamba2: every attention is a shared block's, run in full at each layer that applies it.
+        from workbench_compute.shared_blocks import shared_block_gemms
+
+        gemms = shared_block_gemms(arch, attn_main, MAIN)
+    else:
+        gemms = _attention_gemms(arch, attn_main, MAIN, MAIN) if attn_main else []
     recurrent: tuple[RecurrentGroup, ...] = ()
     rec, rec_layers = arch.recurrent, arch.recurrent_layers
     if rec is not None and rec_layers:
@@ -300,7 +308,8 @@ def build_shape(arch: ModelArchitecture) -> ModelShape:
             for j, (k, n) in enumerate(rec.projections)
         ]
         recurrent = (RecurrentGroup(rec_layers, rec),)
-    gemms += _block_gemms(arch, moe_main, ffn_main - moe_main, MAIN)
+    shared_ffn = len(arch.shared_blocks.layers) if arch.shared_blocks is not None else 0  # counted above
+    gemms += _block_gemms(arch, moe_main, ffn_main - moe_main - shared_ffn, MAIN)
     attention = _attention_groups(arch, main_range, MAIN, causal=arch.kind is ModelKind.DECODER)
     if seq2seq:
         dec_range = range(arch.num_layers, arch.total_layers)

@@ -43,7 +43,8 @@ the block full recompute rebuilds is the largest kind; a recurrent mixer's own t
 Gated DeltaNet) are counted per sequence by :mod:`workbench_memory.recurrent_activations`. Qwen3-Next
 norms are fp32 ``(1 + w)`` norms like Gemma's; its gated attention output keeps the sigmoid, the
 output's copy and their product; Mamba-2's residual stream stays fp32, so its final norm keeps
-fp32 tensors. Not modelled for recurrent mixers: the inference working set (only their
+fp32 tensors. Layers running a shared attention + MLP block (Zamba2) keep more, listed in
+:mod:`workbench_memory.shared_blocks`. Not modelled for recurrent mixers: the inference working set (only their
 projections' tensors count there) and fp32 Gated DeltaNet, whose chunked rule keeps a few more
 contiguous copies than in 16-bit (about 10% more of the mixer's own bytes).
 
@@ -99,6 +100,7 @@ from dataclasses import dataclass, field
 from workbench.core.model import Head, ModelArchitecture, NormKind, PositionEmbedding
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario
 from workbench.core.units import format_bytes
+from workbench_memory import shared_blocks
 from workbench_memory.recurrent_activations import mixer_bytes
 
 __all__ = [
@@ -453,6 +455,11 @@ def _block(
     else:
         rep = split = kvh = peak_attn = 0.0
     rep += mixer_norms * norm + (dt * h if has_mixer else 0.0)
+    if has_attention and model.shared_blocks is not None:
+        # Zamba2: the shared block's wider input, its adapters and the layer's projection.
+        rep += shared_blocks.layer_bytes(
+            model, dt, lambda width: _norm(model.norm_kind, gemma, width, 1.0, dt, megatron, frozen), frozen
+        )
     score = peak_score = grad_score = 0.0
     if kernel is AttentionKernel.EAGER and has_attention:
         softmax = dt if megatron or family.startswith(_COMPUTE_DTYPE_SOFTMAX) else 4.0
@@ -739,6 +746,11 @@ def _activation_memory(
             if first_stage:
                 eager_mask -= tokens * (4.0 - dt) * h / sp
         workspace = largest
+        if model.shared_blocks is not None and not megatron:
+            # Zamba2: what the checkpoints of the shared-block layers bind in (shared_blocks module).
+            each, once = shared_blocks.recompute_bytes(model, dt)
+            per_layer += tokens * each / sp * len(model.shared_blocks.layers) / model.num_layers
+            eager_mask += tokens * once / sp
         has_attention = not model.is_hybrid or model.attention_layers > 0
         if attention_kernel(model, scenario.attention) is AttentionKernel.EAGER and not megatron and has_attention:
             # The (b, 1, s, s) additive causal mask each checkpointed block is called with; models

@@ -18,6 +18,9 @@ How a block's parameters split under tensor parallelism (Megatron-LM / vLLM layo
   out_proj row-parallel), like attention's.
 * ``routed``: routed experts, divided over expert-parallel ranks.
 
+Shared attention + MLP blocks (Zamba2) are held once, on the first layer that runs each (and once
+more on every later pipeline stage that runs it): :mod:`workbench_memory.shared_blocks`.
+
 LoRA and Adafactor need matrix shapes: ``lora_io``/``lora_n`` hold, per target set, the sum of
 ``in + out`` over the adapted matrices and how many there are (an adapter of rank r adds
 ``r x (in + out)`` per matrix); ``factored`` holds Adafactor's state elements for full training
@@ -44,7 +47,9 @@ from workbench.core.params import (
     final_norm_parameters,
     layer_breakdown,
     lm_head_parameters,
+    shared_block_parameters,
 )
+from workbench_memory import shared_blocks
 
 #: LoRA target sets (``Scenario.lora_targets``).
 ALL_LINEAR, ATTENTION = "all-linear", "attention"
@@ -184,8 +189,14 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
     stacks = 2 if decoder_block else 1  # self- and cross-attention
     attention = arch.has_attention(index)
     attn = _attention_matrices(arch) * stacks if attention else []
+    sb = arch.shared_blocks
+    shared_layer = sb is not None and index in sb.layers
+    if shared_layer:
+        attn = shared_blocks.attention_matrices(arch)
     if not attention:
         repl = kv = 0
+    elif shared_layer:
+        repl, kv = 0, shared_blocks.kv_projection_parameters(arch)
     elif arch.mla is not None:
         repl, kv = _mla_replicated(arch) * stacks, 0
     else:
@@ -220,11 +231,26 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
             ffn.append((h, 1))  # an nn.Linear(hidden, 1) that PEFT's all-linear adapts too
     elif arch.has_ffn(index):
         ffn = _ffn_matrices(arch, arch.intermediate_size)
-    mats = attn + mixer + ffn + other_mats
+    own: list[tuple[int, int]] = []
+    layer_total = lb.total
+    if shared_layer:
+        # Zamba2: the layer's own adapters and projection; the shared block's weights only on the
+        # first layer that runs it (held once, see workbench_memory.shared_blocks).
+        ffn, own = shared_blocks.mlp_matrices(arch), shared_blocks.own_matrices(arch)
+        if index not in shared_blocks.block_firsts(arch):
+            attention_weights, mlp_weights, shared_norms = shared_block_parameters(arch)
+            split -= attention_weights - kv + mlp_weights
+            norms -= shared_norms
+            kv, attn, ffn = 0, [], []
+            layer_total -= attention_weights + mlp_weights + shared_norms
+    mats = attn + mixer + ffn + own + other_mats
     matrix_elems = sum(i * o for i, o in mats)
     # vectors (and the mixer's conv weights, A, D, ...) are kept whole
-    factored = sum(i + o for i, o in mats) + (lb.total - matrix_elems)
+    factored = sum(i + o for i, o in mats) + (layer_total - matrix_elems)
     lora_all = attn + mixer + ffn
+    if shared_layer:
+        lora_all = shared_blocks.lora_matrices(arch, index) + mixer
+        attn = lora_all[:4]  # the "attention" targets: this layer's instance of q, k, v and o
     kind = arch.kind
     cached = kind is not ModelKind.ENCODER and (kind is ModelKind.DECODER or decoder_block)
     sliding = cached and not decoder_block and arch.uses_sliding_window(index)
@@ -255,6 +281,7 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
     """Walk the blocks once (each distinct kind of block computed once)."""
     cache: dict[tuple[object, ...], BlockShape] = {}
     blocks: list[BlockShape] = []
+    firsts = shared_blocks.block_firsts(arch)
     for index in range(arch.total_layers):
         key = (
             index >= arch.num_layers,
@@ -263,6 +290,9 @@ def build_constants(arch: ModelArchitecture) -> ModelConstants:
             arch.uses_sliding_window(index),
             arch.mixer(index),
             arch.has_ffn(index),
+            # Zamba2: layers running a shared block, and whether they hold its weights
+            shared_blocks.block_of(arch, index),
+            index in firsts,
         )
         block = cache.get(key)
         if block is None:

@@ -37,6 +37,7 @@ from typing import Any
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import FinetuneMethod, Offload, Optimizer, PipelineSchedule, Scenario
 from workbench.core.units import GiB
+from workbench_memory import shared_blocks
 from workbench_memory.kv_cache import KvTokens, kv_tokens, sequence_elements
 from workbench_memory.optimizer import TrainingBytes, training_bytes
 from workbench_memory.shapes import ALL_LINEAR, ModelConstants, model_constants
@@ -288,6 +289,13 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
     )
     plain = float(c.norms[b] - c.norms[a])
     experts = (c.routed[b] - c.routed[a]) * share
+    if p.model.shared_blocks is not None:
+        # Zamba2: a stage also holds the shared blocks it runs whose weights sit on an earlier stage.
+        copies = shared_blocks.stage_copies(p.model, a, b)
+        if copies:
+            split_w, kv_w, norm_w = shared_blocks.block_weights(p.model)
+            linear += copies * (split_w / tp + kv_w * c.kv_fraction(tp))
+            plain += copies * norm_w
     if first:
         linear += c.other / tp
         plain += c.word_embedding / tp + c.embedding_other

@@ -9,7 +9,8 @@
   per-sequence rest.
   Hybrid models: attention matrices only in blocks with attention (a gated output doubles
   q_proj), the recurrent mixer's projections (split over TP) in recurrent blocks, FFN matrices
-  only in blocks that have one.
+  only in blocks that have one. Shared attention + MLP blocks (Zamba2) are read at every layer
+  that applies them (:mod:`workbench_performance.shared_blocks` says why).
 * How many tensor-parallel collectives one token meets per forward pass: one after each part of a
   block (token mixer, MLP; one for parallel attention+MLP blocks; a mixer-only or FFN-only block
   has one), one more per decoder block for cross-attention.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.core.model import Head, ModelArchitecture, ModelKind
+from workbench_performance import shared_blocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,8 @@ def weight_elements(arch: ModelArchitecture, tp: int, ep: int) -> WeightElements
     if hit is not None and hit[0] is arch:
         return hit[1]
     moe = arch.moe
-    attention = _attention(arch, tp)
+    # Zamba2: a shared block's weights are read at every layer that applies it (shared_blocks module).
+    attention = _attention(arch, tp) if arch.shared_blocks is None else shared_blocks.attention_elements(arch, tp)
     mixer = arch.recurrent.projection_parameters / tp if arch.recurrent is not None else 0.0
     dense = experts = encoder = 0.0
     local = moe.num_experts / ep if moe else 0.0
@@ -155,6 +158,7 @@ def block_counts(arch: ModelArchitecture) -> BlockCounts:
         recurrent += arch.has_recurrent(index)
         ffn += has_ffn
         collectives += 1 if arch.parallel_attention_mlp and mixes and has_ffn else int(mixes) + int(has_ffn)
+    collectives += shared_blocks.extra_collectives(arch)
     counts = BlockCounts(attention, recurrent, ffn, collectives)
     if len(_COUNTS) > 512:
         _COUNTS.clear()
@@ -192,6 +196,11 @@ def lora_parameters(arch: ModelArchitecture, rank: int, attention_only: bool) ->
     if not arch.is_hybrid:
         return float(rank) * arch.total_layers * (attention + mlp)
     n = block_counts(arch)
+    if arch.shared_blocks is not None:
+        # Zamba2: shared modules carry one adapter each, the layers' own linears one per layer.
+        total = shared_blocks.lora_io(arch, attention_only)
+        mixer = sum(i + o for i, o in arch.recurrent.projections) if arch.recurrent is not None else 0
+        return float(rank) * (total + (0 if attention_only else n.recurrent * mixer))
     total = n.attention * attention
     if not attention_only:
         mixer = sum(i + o for i, o in arch.recurrent.projections) if arch.recurrent is not None else 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from types import MappingProxyType
 
 from workbench.core.scenario import Scenario
@@ -35,7 +35,7 @@ def not_applicable(key: str, why: str) -> Quantity:
     return null(K.LABELS.get(key, key), K.unit(key), why)
 
 
-@lru_cache(maxsize=None)
+@cache
 def not_applicable_to(workload: str, why: str) -> Mapping[str, Quantity]:
     """Every key that applies only to ``workload``, as :func:`not_applicable` says it, built once.
 
