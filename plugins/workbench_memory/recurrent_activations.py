@@ -76,6 +76,37 @@ def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) 
     return kept
 
 
+def mamba1_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one Mamba-1 mixer (Jamba's ``JambaMambaMixer`` and the sequential loop of
+    ``mamba_selective_scan``) keeps for backward, ``I`` inner channels of ``n`` states, ``r`` the
+    dt rank, ``K`` the kernel.
+
+    The in-projection output (``2 I``, the conv and the gate read views of it), the conv output
+    before its causal slice, then per position ``I`` channels: the conv's SiLU, the contiguous
+    inputs of x_proj and out_proj, and four more (the gate's SiLU, the D skip, the broadcast input
+    of the discretisation, the scan output) that are fp32 in fp32 models and partly ``dt`` in
+    16-bit ones (the softplus input and the input's fp32 copy stay fp32). x_proj's output in fp32
+    (the dt/B/C RMSNorms' inputs) with one rsqrt each, the normalised dt (twice: the dt_proj
+    product reads a contiguous copy) and B and C (three times: B's fp32 copy, C's copy for the
+    read-out). The discretised A and B (``N I n`` each, fp32), and in the loop every position's
+    state: the fp32 state the next decay multiplies and the copy in the model dtype the read-out
+    reads (in fp32 models the same tensor), plus the zero initial state. A (twice) and D's fp32
+    copy per channel.
+    """
+    inner, n, k = m.head_dim * m.heads, m.state_size, m.conv_kernel
+    rank = m.projections[2][0]  # dt_proj: rank -> inner
+    fp32 = dt == 4.0
+    N = float(batch * tokens)
+    kept = N * 2.0 * inner * dt + batch * inner * (tokens + k - 1) * dt
+    kept += N * inner * (7.0 * 4.0 if fp32 else 6.0 * dt + 2.0 * 4.0)
+    kept += N * (rank + 2.0 * n) * 4.0 + 3.0 * N * 4.0 + N * (3.0 * n + 2.0 * rank) * dt + N * n * 4.0
+    kept += 2.0 * N * inner * n * 4.0
+    state = batch * inner * n
+    kept += state * (tokens + 1) * 4.0 if fp32 else state * ((tokens - 1) * 4.0 + (tokens + 1) * dt)
+    kept += 2.0 * inner * n * 4.0 + (0.0 if fp32 else inner * 4.0)
+    return kept
+
+
 def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
     """Mixers whose kernels are not listed here (Mamba-1's selective scan, short convolutions): what
     any such mixer keeps at least, per token, the input and output of each projection, the conv's
@@ -94,4 +125,6 @@ def mixer_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
         return mamba2_bytes(m, batch, tokens, dt)
     if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
         return gated_deltanet_bytes(m, batch, tokens, dt)
+    if m.kind is RecurrentKind.MAMBA:
+        return mamba1_bytes(m, batch, tokens, dt)
     return generic_bytes(m, batch, tokens, dt)
