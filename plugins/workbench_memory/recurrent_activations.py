@@ -107,6 +107,16 @@ def mamba1_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float
     return kept
 
 
+def short_conv_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one gated short convolution (LFM2's ``Lfm2ShortConv.slow_forward``) keeps for
+    backward: the in-projection output (B, C and x are views of it), the product ``B x`` the conv
+    reads, the conv output before its causal slice, and the out-projection's contiguous input,
+    all in the model dtype."""
+    h, k = m.conv_channels, m.conv_kernel
+    N = float(batch * tokens)
+    return N * 3.0 * h * dt + N * h * dt + batch * h * (tokens + k - 1) * dt + N * h * dt
+
+
 def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
     """Mixers whose kernels are not listed here (Mamba-1's selective scan, short convolutions): what
     any such mixer keeps at least, per token, the input and output of each projection, the conv's
@@ -127,4 +137,6 @@ def mixer_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
         return gated_deltanet_bytes(m, batch, tokens, dt)
     if m.kind is RecurrentKind.MAMBA:
         return mamba1_bytes(m, batch, tokens, dt)
+    if m.kind is RecurrentKind.SHORT_CONV:
+        return short_conv_bytes(m, batch, tokens, dt)
     return generic_bytes(m, batch, tokens, dt)

@@ -177,7 +177,7 @@ ACT_CONFIGS: dict[str, dict[str, Any]] = {
     },
     "lfm2": _BIG | {
         "model_type": "lfm2", "hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 512,
-        "layer_types": ["full_attention", "conv", "conv"], "num_attention_heads": 8,
+        "layer_types": ["conv", "conv", "full_attention"], "num_attention_heads": 8,
         "num_key_value_heads": 2, "block_auto_adjust_ff_dim": False,
     },
     "kimi_linear": _BIG | {
