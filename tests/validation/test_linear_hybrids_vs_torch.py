@@ -28,7 +28,7 @@ from workbench.core.model import ModelArchitecture
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from test_recurrent_engine_vs_torch import _conv_backward, cache_bytes, ours  # noqa: E402
+from test_recurrent_engine_vs_torch import _conv_backward, cache_bytes, ours
 
 pytestmark = pytest.mark.validation
 
@@ -149,7 +149,9 @@ FLOP_CASES = [("jamba", 2, 37), ("jamba-biases-rank", 1, 16), ("lfm2", 2, 37), (
 def engine_flops(name: str, batch: int, tokens: int) -> tuple[float, float]:
     from workbench_compute import ComputeEstimator
 
-    est = ours(architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain")
+    est = ours(
+        architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain"
+    )
     return est.values["flops.forward"].value, est.values["flops.training_step"].value
 
 
@@ -167,7 +169,11 @@ def test_forward_and_training_flops_match_flop_counter(name: str, batch: int, to
 
 _BIG = {"vocab_size": 1000, "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0, "use_cache": False,
         "max_position_embeddings": 1024}  # fmt: skip
-# The largest kind of block last: backward rebuilds it under checkpointing.
+# The largest kind of block last: backward rebuilds it under checkpointing. Kimi-Linear's MLA keeps
+# its query/key head (nope + rope) as wide as its value head: with unequal widths PyTorch's CPU
+# SDPA cannot run its fused kernel and falls back to the math path, which upcasts a bf16 attention
+# to fp32 and keeps the full score matrix, a CPU fallback a GPU does not take (its memory-efficient
+# kernel takes unequal widths and keeps only the log-sum-exp).
 ACT_CONFIGS: dict[str, dict[str, Any]] = {
     "jamba": _BIG | {
         "model_type": "jamba", "hidden_size": 128, "num_hidden_layers": 4, "attn_layer_period": 2,
@@ -183,7 +189,7 @@ ACT_CONFIGS: dict[str, dict[str, Any]] = {
     "kimi_linear": _BIG | {
         "model_type": "kimi_linear", "hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 512,
         "moe_intermediate_size": 64, "num_experts": 4, "num_experts_per_token": 2, "kv_lora_rank": 64,
-        "q_lora_rank": None, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32,
+        "q_lora_rank": None, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 32,
         "first_k_dense_replace": 1, "num_attention_heads": 8, "num_key_value_heads": 8,
         "linear_attn_config": {"kda_layers": [1, 3], "full_attn_layers": [2], "num_heads": 4,
                                "head_dim": 32, "short_conv_kernel_size": 4},
