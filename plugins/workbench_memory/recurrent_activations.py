@@ -96,7 +96,9 @@ def mamba1_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float
     copy per channel.
     """
     inner, n, k = m.head_dim * m.heads, m.state_size, m.conv_kernel
-    rank = m.projections[2][0]  # dt_proj: rank -> inner
+    # dt_proj (rank -> inner) is the third of the four projections ssm.mamba1_mixer lists; a mixer
+    # described otherwise has no dt rank to keep.
+    rank = m.projections[2][0] if len(m.projections) == 4 else 0
     fp32 = dt == 4.0
     N = float(batch * tokens)
     kept = N * 2.0 * inner * dt + batch * inner * (tokens + k - 1) * dt
