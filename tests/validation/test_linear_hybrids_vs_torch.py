@@ -125,16 +125,17 @@ def test_cache_after_prefill_matches_transformers(name: str, batch: int, tokens:
 # --- FLOPs --------------------------------------------------------------------------------------
 
 
-def torch_flops(name: str, batch: int, tokens: int) -> tuple[int, int]:
-    """FlopCounterMode over the CPU torch path (eager attention and experts): (forward, forward +
-    backward of a summed loss)."""
+def torch_flops(name: str, batch: int, tokens: int, attention: str = "eager") -> tuple[int, int]:
+    """FlopCounterMode over the CPU torch path (eager experts; SDPA on its math backend, as
+    test_flops_vs_torch.py counts it): (forward, forward + backward of a summed loss)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.manual_seed(0)
-    model = hf_model(CONFIGS[name], _attn_implementation="eager", _experts_implementation="eager").train()
+    model = hf_model(CONFIGS[name], _attn_implementation=attention, _experts_implementation="eager").train()
     ids = torch.randint(1, 90, (batch, tokens))
     mapping = {torch.ops.aten.convolution_backward: _conv_backward}
-    with FlopCounterMode(display=False, custom_mapping=mapping) as forward:
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False, custom_mapping=mapping) as forward:
         out = model(ids, use_cache=False)
     with FlopCounterMode(display=False, custom_mapping=mapping) as backward:
         out.logits.float().sum().backward()
@@ -144,23 +145,26 @@ def torch_flops(name: str, batch: int, tokens: int) -> tuple[int, int]:
 FLOP_CASES = [("jamba", 2, 37), ("jamba-biases-rank", 1, 16), ("lfm2", 2, 37), ("lfm2-bias-idxs", 1, 16),
               ("kimi_linear", 2, 20), ("kimi_linear-bias-shared", 1, 70), ("qwen3_5_moe", 2, 20),
               ("qwen3_5_moe-bias-interval", 1, 70)]  # fmt: skip
+#: The first case of each family again with SDPA.
+ATTENTION_CASES = [(*case, "eager") for case in FLOP_CASES] + [(*case, "sdpa") for case in FLOP_CASES[::2]]
 
 
-def engine_flops(name: str, batch: int, tokens: int) -> tuple[float, float]:
+def engine_flops(name: str, batch: int, tokens: int, attention: str = "eager") -> tuple[float, float]:
     from workbench_compute import ComputeEstimator
 
-    est = ours(
-        architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain"
-    )
+    est = ours(architecture(name), [ComputeEstimator()], batch_size=batch, seq_len=tokens, workload="pretrain",
+               attention=attention)  # fmt: skip
     return est.values["flops.forward"].value, est.values["flops.training_step"].value
 
 
-@pytest.mark.parametrize(("name", "batch", "tokens"), FLOP_CASES)
-def test_forward_and_training_flops_match_flop_counter(name: str, batch: int, tokens: int) -> None:
+@pytest.mark.parametrize(("name", "batch", "tokens", "attention"), ATTENTION_CASES)
+def test_forward_and_training_flops_match_flop_counter(
+    name: str, batch: int, tokens: int, attention: str
+) -> None:
     """Forward (every position through the head) and one training step within 1% of what PyTorch
     executes; sequences that are not whole chunks included."""
-    forward, step = engine_flops(name, batch, tokens)
-    ref_forward, ref_step = torch_flops(name, batch, tokens)
+    forward, step = engine_flops(name, batch, tokens, attention)
+    ref_forward, ref_step = torch_flops(name, batch, tokens, attention)
     assert forward == pytest.approx(ref_forward, rel=0.01)
     assert step == pytest.approx(ref_step, rel=0.01)
 
