@@ -1,4 +1,4 @@
-"""FLOPs of recurrent token mixers (Mamba-2, Gated DeltaNet) beyond their projections.
+"""FLOPs of recurrent token mixers (Mamba-1/2, Gated DeltaNet, KDA, short conv) beyond their projections.
 
 The projections are weight matmuls like any other (:mod:`workbench_compute.shapes`). What is
 left is the mixer's own kernel, counted as transformers' CPU torch path executes it and
@@ -11,18 +11,23 @@ element-wise work not counted):
   ``c = ceil(tokens / chunk)`` chunks of ``Q``: per head ``C B^T`` and ``M x`` within each chunk
   (``2 c Q^2 (n + p)``), the chunk states ``B^T x`` and their read-out ``C h`` (``4 c Q p n``),
   and the inter-chunk recurrence over ``c + 1`` states (``2 (c + 1)^2 p n``);
-* **Gated DeltaNet** (and Kimi Delta Attention, the same chunked rule with per-channel decays),
-  ``torch_chunk_gated_delta_rule`` on chunks of 64: per value head and chunk
+* **Gated DeltaNet**, ``torch_chunk_gated_delta_rule`` on chunks of 64: per value head and chunk
   ``k_beta K^T`` and ``Q K^T`` (``4 Q^2 d_k``), the intra-chunk output (``2 Q^2 d_v``) and three
   products with the ``d_k x d_v`` state (``6 Q d_k d_v``). Its two triangular solves are not
   matrix products and the counter does not count them (about ``Q^2 (d_k + d_v)`` per head and
   chunk, some 10% of the scan, well under 1% of a real layer).
+* **Kimi Delta Attention**, ``chunk_kimi_delta_attention``: the same chunked rule with
+  per-channel decays, which turn the intra-chunk ``K^T`` products into element-wise work; see
+  :func:`_kda_scan`.
+* **Mamba-1**, the sequential loop of ``mamba_selective_scan``: one read-out product per position,
+  see :func:`_mamba1_scan`. LFM2's short convolution: the convolution only (its gates are
+  element-wise).
 
 Backward: every product 2x (gradients of both operands), the convolution 2x (input and weight
-gradients). The autograd of the triangular solves adds one product per solve
-(``grad_A = -grad_B X^T``: ``2 Q^2 (d_k + d_v)`` per head and chunk); the zero initial state of a
-training sequence takes no gradient and the final state is not used, which saves
-``4 x 2 Q d_k d_v`` per head and sequence.
+gradients). The autograd of Gated DeltaNet's triangular solves adds one product per solve
+(``grad_A = -grad_B X^T``: ``2 Q^2 (d_k + d_v)`` per head and chunk; KDA solves element-wise). In
+both delta rules the zero initial state of a training sequence takes no gradient and the final
+state is not used, which saves ``4 x 2 Q d_k d_v`` per head and sequence.
 
 A decode step runs the recurrence on one token: the convolution on the cached window
 (``2 x channels x kernel``) and the state update and read-out, ``4 x heads x p x n`` for Mamba-2
@@ -63,13 +68,33 @@ def scan_flops(m: RecurrentMixer, tokens: float) -> float:
     h, p, n = m.heads, m.head_dim, m.state_size
     if m.kind is RecurrentKind.MAMBA2:
         scan = 2.0 * c * q * q * h * (n + p) + 4.0 * c * q * h * p * n + 2.0 * h * (c + 1) ** 2 * p * n
-    elif m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
+    elif m.kind is RecurrentKind.GATED_DELTANET:
         scan = c * h * (4.0 * q * q * n + 2.0 * q * q * p + 6.0 * q * n * p)
+    elif m.kind is RecurrentKind.KDA:
+        scan = _kda_scan(m, c, q)
+    elif m.kind is RecurrentKind.MAMBA:
+        scan = _mamba1_scan(m, tokens)
     else:
-        # Mamba-1's selective scan and short convolutions run element-wise (no matrix products):
-        # their projections and convolution are what is counted.
+        # A short convolution's gating is element-wise: its projections and convolution are all.
         scan = 0.0
     return _conv(m, tokens) + scan
+
+
+def _mamba1_scan(m: RecurrentMixer, tokens: float) -> float:
+    """Mamba-1's sequential selective scan (``mamba_selective_scan``'s recurrent loop): the
+    discretisation and the state update are element-wise; each position reads its output out of
+    the ``inner x state`` state with one matrix product, ``2 x inner x state``."""
+    return 2.0 * tokens * m.heads * m.head_dim * m.state_size
+
+
+def _kda_scan(m: RecurrentMixer, c: float, q: int) -> float:
+    """``chunk_kimi_delta_attention``: its per-channel decays make ``k_beta K^T`` and ``Q K^T``
+    inside a chunk element-wise products and reductions (not counted), and the UT system is
+    solved row by row element-wise; the matrix products are ``attn @ v_beta`` and
+    ``attn @ k_cumdecay`` (``2 Q^2 (d_k + d_v)``), the intra-chunk output (``2 Q^2 d_v``) and the
+    three products with the state (``6 Q d_k d_v``), per head and chunk."""
+    h, dk, dv = m.heads, m.state_size, m.head_dim
+    return c * h * (2.0 * q * q * (dk + dv) + 2.0 * q * q * dv + 6.0 * q * dk * dv)
 
 
 def scan_backward_flops(m: RecurrentMixer, tokens: float) -> float:
@@ -77,7 +102,8 @@ def scan_backward_flops(m: RecurrentMixer, tokens: float) -> float:
     extra = 0.0
     if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA) and tokens > 0:
         c, q = _chunks(m, tokens)
-        extra = 2.0 * c * m.heads * q * q * (m.state_size + m.head_dim)
+        if m.kind is RecurrentKind.GATED_DELTANET:  # KDA's UT system has no solve to differentiate
+            extra = 2.0 * c * m.heads * q * q * (m.state_size + m.head_dim)
         # The first chunk reads a zero state that needs no gradient (its two reads of the state
         # cost 1x), and the state the last chunk writes is discarded (its product costs 0x).
         extra -= 4.0 * m.heads * 2.0 * q * m.state_size * m.head_dim

@@ -215,12 +215,13 @@ _FUSED_QKV = (
 )
 #: RoPE on part of the head dims, rebuilt with torch.cat: q comes out (b, heads, s, d)-contiguous.
 _CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm", "glm4_moe", "minimax_m2")
-_FP32_ROUTER = ("deepseek", "glm4_moe", "ernie4_5_moe")  # router logits on an fp32 copy of the hidden state
+#: Router logits on an fp32 copy of the hidden state.
+_FP32_ROUTER = ("deepseek", "glm4_moe", "ernie4_5_moe", "kimi_linear")
 #: The residual stream stays fp32 between blocks (Mamba-2's residual_in_fp32, True by default).
 _FP32_RESIDUAL = ("mamba2",)
-#: RMSNorms that multiply by their weight in fp32 (Gemma's and Qwen3-Next's ``1 + w``, OLMo 2's
-#: ``w * x`` before the cast back), so the fp32 normalised tensor is kept: ``8h + 4``.
-_FP32_WEIGHT_NORM = ("gemma", "qwen3_next", "olmo2", "gpt_oss")
+#: RMSNorms that multiply by their weight in fp32 (Gemma's, Qwen3-Next's and Qwen3.5's ``1 + w``,
+#: OLMo 2's ``w * x`` before the cast back), so the fp32 normalised tensor is kept: ``8h + 4``.
+_FP32_WEIGHT_NORM = ("gemma", "qwen3_next", "olmo2", "gpt_oss", "qwen3_5")
 _LSE = 4.0  # fp32 logsumexp per query row and head (flash / sdpa)
 _NORM_STATS = 8.0  # LayerNorm's fp32 mean and rstd per row (CUDA)
 _INDEX = 8.0  # an int64 index per token

@@ -16,8 +16,10 @@ tensor is the tensor itself, so fp32 models keep a few tensors fewer than 16-bit
   ``NL H n``), the decays, the chunk states and their recurrence (``b H (c + 1) p n`` twice), then
   the gated RMSNorm in fp32 (the gate's upcast, its SiLU, the padded scan output, their product,
   rsqrt per group, the normalised tensor) and the out-projection's input.
-* **Gated DeltaNet** (``Qwen3NextGatedDeltaNet`` + ``torch_chunk_gated_delta_rule``): see
-  :func:`gated_deltanet_bytes`; other kinds: :func:`mixer_bytes`.
+* **Gated DeltaNet** (``Qwen3NextGatedDeltaNet`` + ``torch_chunk_gated_delta_rule``; Qwen3.5's
+  separate projections save the same tensors): see :func:`gated_deltanet_bytes`; Mamba-1 (Jamba):
+  :func:`mamba1_bytes`; LFM2's short convolution: :func:`short_conv_bytes`; Kimi Delta
+  Attention: :func:`kda_bytes` (``tests/validation/test_linear_hybrids_vs_torch.py``).
 
 Tensor parallelism splits all of it by heads (vLLM and Megatron-LM shard the mixers by heads).
 """
@@ -76,8 +78,82 @@ def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) 
     return kept
 
 
+def mamba1_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one Mamba-1 mixer (Jamba's ``JambaMambaMixer`` and the sequential loop of
+    ``mamba_selective_scan``) keeps for backward, ``I`` inner channels of ``n`` states, ``r`` the
+    dt rank, ``K`` the kernel.
+
+    The in-projection output (``2 I``, the conv and the gate read views of it), the conv output
+    before its causal slice, then per position ``I`` channels: the conv's SiLU, the contiguous
+    inputs of x_proj and out_proj, and four more (the gate's SiLU, the D skip, the broadcast input
+    of the discretisation, the scan output) that are fp32 in fp32 models and partly ``dt`` in
+    16-bit ones (the softplus input and the input's fp32 copy stay fp32). x_proj's output in fp32
+    (the dt/B/C RMSNorms' inputs) with one rsqrt each, the normalised dt (twice: the dt_proj
+    product reads a contiguous copy) and B and C (three times: B's fp32 copy, C's copy for the
+    read-out). The discretised A and B (``N I n`` each, fp32), and in the loop every position's
+    state: the fp32 state the next decay multiplies and the copy in the model dtype the read-out
+    reads (in fp32 models the same tensor), plus the zero initial state. A (twice) and D's fp32
+    copy per channel.
+    """
+    inner, n, k = m.head_dim * m.heads, m.state_size, m.conv_kernel
+    # dt_proj (rank -> inner) is the third of the four projections ssm.mamba1_mixer lists; a mixer
+    # described otherwise has no dt rank to keep.
+    rank = m.projections[2][0] if len(m.projections) == 4 else 0
+    fp32 = dt == 4.0
+    N = float(batch * tokens)
+    kept = N * 2.0 * inner * dt + batch * inner * (tokens + k - 1) * dt
+    kept += N * inner * (7.0 * 4.0 if fp32 else 6.0 * dt + 2.0 * 4.0)
+    kept += N * (rank + 2.0 * n) * 4.0 + 3.0 * N * 4.0 + N * (3.0 * n + 2.0 * rank) * dt + N * n * 4.0
+    kept += 2.0 * N * inner * n * 4.0
+    state = batch * inner * n
+    kept += state * (tokens + 1) * 4.0 if fp32 else state * ((tokens - 1) * 4.0 + (tokens + 1) * dt)
+    kept += 2.0 * inner * n * 4.0 + (0.0 if fp32 else inner * 4.0)
+    return kept
+
+
+def short_conv_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one gated short convolution (LFM2's ``Lfm2ShortConv.slow_forward``) keeps for
+    backward: the in-projection output (B, C and x are views of it), the product ``B x`` the conv
+    reads, the conv output before its causal slice, and the out-projection's contiguous input,
+    all in the model dtype."""
+    h, k = m.conv_channels, m.conv_kernel
+    N = float(batch * tokens)
+    return N * 3.0 * h * dt + N * h * dt + batch * h * (tokens + k - 1) * dt + N * h * dt
+
+
+def kda_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """Bytes one Kimi Delta Attention mixer (``KimiDeltaAttention`` + ``chunk_kimi_delta_attention``)
+    keeps for backward, ``H`` heads of ``d`` dims (``w = H d``), ``C`` conv channels (q|k|v).
+
+    Per-channel decays make the intra-chunk products element-wise over ``d``: the decay mask
+    ``exp(g_i - g_j)`` and the ``k_beta k`` product it multiplies (``Q x Q x d`` per head and chunk
+    each), and in the chunk loop the ``q k`` product of every chunk (again ``Q x Q x d``). The UT
+    system is solved row by row, each row keeping a clone of the rows above it and of itself
+    (``sum_{i<Q} i (i + 1) = (Q - 1) Q (Q + 1) / 3`` per head and chunk). Then the solved system and each chunk's masked
+    intra-chunk attention (``Q x Q``), eight padded ``NL H d`` tensors (q, k, v, k_beta, the
+    decays' exp, the two products with the solved system), per chunk five ``Q x d`` products with
+    the decays and the state (two fewer in all: the first chunk's state is zero and the last
+    chunk's new state is discarded; three fewer with a single chunk), the state each chunk reads,
+    the last decay per chunk, padded beta and three bool masks. Before the kernel: nine fp32 tensors of ``w`` per token (q and k
+    in fp32 and their L2 norms, the gate's decays and output gate), a bool mask, three norms'
+    statistics, beta, the conv's input and its output before the slice, the low-rank gates'
+    inner widths and the out-projection's input in the model dtype, A (twice) in fp32.
+    """
+    c, q = _chunks(m, tokens)
+    h, d, conv, k = m.heads, m.head_dim, m.conv_channels, m.conv_kernel
+    w = h * d
+    N, NL, bhc = float(batch * tokens), float(batch * c * q), float(batch * h * c)
+    scan = 3.0 * bhc * q * q * d + bhc * (q - 1) * q * (q + 1) / 3.0 + 2.0 * bhc * q * q
+    scan += 8.0 * NL * h * d + (5.0 * c - (2.0 if c > 1 else 3.0)) * batch * h * q * d
+    scan += bhc * d * d + bhc * d + NL * h
+    kept = 4.0 * scan + 3.0 * q * q
+    kept += 9.0 * N * w * 4.0 + N * w + 3.0 * N * h * 4.0 + N * h * dt
+    kept += batch * conv * (tokens + k - 1) * dt + N * conv * dt + N * w * dt + 2.0 * N * d * dt
+    return kept + (0.0 if dt == 4.0 else d * 4.0) + 2.0 * h * 4.0  # an fp32 copy of a d-wide bias
+
+
 def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
-    """Mixers whose kernels are not listed here (Mamba-1's selective scan, short convolutions): what
+    """Mixers whose kernels are not listed here (every kind the readers build has its own): what
     any such mixer keeps at least, per token, the input and output of each projection, the conv's
     input and output and the fp32 scan's input, output and per-head decay, in ``dt``/fp32."""
     proj = sum(i + o for i, o in m.projections)
@@ -86,12 +162,15 @@ def generic_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> floa
 
 
 def mixer_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
-    """Bytes one recurrent mixer keeps for backward (its input's norm and the residual excluded).
-
-    Kimi Delta Attention runs the same chunked delta rule as Gated DeltaNet (with per-channel
-    decays) and is costed as it."""
+    """Bytes one recurrent mixer keeps for backward (its input's norm and the residual excluded)."""
     if m.kind is RecurrentKind.MAMBA2:
         return mamba2_bytes(m, batch, tokens, dt)
-    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA):
+    if m.kind is RecurrentKind.KDA:
+        return kda_bytes(m, batch, tokens, dt)
+    if m.kind is RecurrentKind.GATED_DELTANET:
         return gated_deltanet_bytes(m, batch, tokens, dt)
+    if m.kind is RecurrentKind.MAMBA:
+        return mamba1_bytes(m, batch, tokens, dt)
+    if m.kind is RecurrentKind.SHORT_CONV:
+        return short_conv_bytes(m, batch, tokens, dt)
     return generic_bytes(m, batch, tokens, dt)
