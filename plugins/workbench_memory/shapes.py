@@ -158,8 +158,15 @@ def _attention_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
     return [(h, q), (h, kv), (h, kv), (q, h)]
 
 
+#: Model types whose gated MLPs hold gate and up in one matrix (Granite-4.0-H's shared MLP and
+#: experts: ``input_linear``, hidden -> 2 x inner, then ``output_linear``).
+_FUSED_GATE_UP = ("granitemoehybrid",)
+
+
 def _ffn_matrices(arch: ModelArchitecture, inner: int, width: int | None = None) -> list[tuple[int, int]]:
     h = width or arch.hidden_size
+    if arch.gated_mlp and arch.hf_model_type in _FUSED_GATE_UP:
+        return [(h, 2 * inner), (inner, h)]
     if arch.gated_mlp:
         return [(h, inner), (h, inner), (inner, h)]
     return [(h, inner), (inner, h)]

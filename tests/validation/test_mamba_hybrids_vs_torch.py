@@ -288,12 +288,12 @@ def test_matrix_weights_match_transformers(name: str) -> None:
         assert w.experts == pytest.approx(sum(gpu.expert_weights.values()), rel=1e-12)
 
 
-@pytest.mark.parametrize("name", sorted(n for n in CONFIGS if not n.startswith("granitemoehybrid")))
+@pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_all_linear_lora_targets_match_transformers(name: str) -> None:
     """The memory plugin's all-linear LoRA targets (adapters of ``r x (in + out)``) are the
     ``nn.Linear`` modules of the blocks: Nemotron-3's latent projections are two of them, its routed
-    experts (3-D parameters) none. (Granite-4.0-H is left out: its shared MLP fuses gate and up into
-    one ``input_linear``, which the plugin counts as two matrices, ``hidden`` inputs too many per block.)"""
+    experts (3-D parameters) none; Granite-4.0-H's shared MLP is one fused gate|up ``input_linear``
+    and an ``output_linear``."""
     from workbench_memory.shapes import model_constants
 
     model = hf_model(CONFIGS[name], name, "meta")
