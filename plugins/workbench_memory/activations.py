@@ -212,7 +212,16 @@ _FUSED_QKV = (
     "codegen",
 )
 #: RoPE on part of the head dims, rebuilt with torch.cat: q comes out (b, heads, s, d)-contiguous.
-_CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm", "glm4_moe", "minimax_m2")
+_CAT_ROPE = (
+    "phi3",
+    "phi",
+    "gpt_neox",
+    "persimmon",
+    "stablelm",
+    "glm4_moe",
+    "minimax_m2",
+    "bamba",  # BambaConfig fixes partial_rotary_factor at 0.5
+)
 _FP32_ROUTER = (
     "deepseek",
     "glm4_moe",
