@@ -205,7 +205,7 @@ def _latent_moe_gemms(arch: ModelArchitecture, moe_layers: int, stream: str) -> 
     """Nemotron-3's latent MoE: every token is projected hidden -> latent before the routed experts
     (which then work at the latent width) and latent -> hidden after (``fc1_latent_proj`` /
     ``fc2_latent_proj``, nn.Linear: adapted by "all-linear" LoRA). Kept whole on every TP rank,
-    like the router."""
+    like the router (ReplicatedLinear in vLLM's and SGLang's nemotron_h)."""
     latent = arch.moe.latent_size if arch.moe is not None else None
     if not latent:
         return []

@@ -174,8 +174,9 @@ def _ffn_matrices(arch: ModelArchitecture, inner: int, width: int | None = None)
 
 def _latent_moe_projections(arch: ModelArchitecture) -> list[tuple[int, int]]:
     """Nemotron-3's latent MoE: hidden -> latent before the routed experts and latent -> hidden after
-    (nn.Linear modules, so all-linear LoRA adapts them), kept whole on each TP rank like the router;
-    their biases (with ``mlp_bias``) stay with the split parameters, as other FFN biases do."""
+    (nn.Linear modules, so all-linear LoRA adapts them), kept whole on each TP rank like the router
+    (vLLM, SGLang); their biases (with ``mlp_bias``) stay with the split parameters, as other FFN
+    biases do."""
     latent = arch.moe.latent_size if arch.moe is not None else None
     if not latent:
         return []

@@ -65,7 +65,8 @@ def _latent_moe(arch: ModelArchitecture) -> tuple[int | None, float]:
     """(width the routed experts work at, dense latent-projection weights of one MoE block).
 
     Nemotron-3's latent MoE: experts of ``latent x expert_intermediate`` and, used by every token,
-    hidden -> latent and latent -> hidden projections (kept whole on each TP rank, like the router)."""
+    hidden -> latent and latent -> hidden projections (kept whole on each TP rank like
+    the router, as vLLM and SGLang do)."""
     latent = arch.moe.latent_size if arch.moe is not None else None
     return latent, 2.0 * arch.hidden_size * latent if latent else 0.0
 
