@@ -187,8 +187,9 @@ def _ffn_gemms(
     stream: str,
     fanout: float = 1.0,
     expert: bool = False,
+    width: int | None = None,
 ) -> list[Gemm]:
-    h = arch.hidden_size
+    h = width or arch.hidden_size
     # LoRA "all-linear" adapts nn.Linear modules (PEFT); transformers 5 keeps routed experts as 3-D
     # parameters, not Linear modules, so they get no adapters (as the memory plugin counts them).
     lora = LORA_NONE if expert else LORA_ALL_LINEAR
@@ -200,6 +201,21 @@ def _ffn_gemms(
     up.append(Gemm(f"{name}.up_proj", h, inner, layers, stream, COL, fanout, lora, expert))
     up.append(Gemm(f"{name}.down_proj", inner, h, layers, stream, ROW, fanout, lora, expert))
     return up
+
+
+def _latent_moe_gemms(arch: ModelArchitecture, moe_layers: int, stream: str) -> list[Gemm]:
+    """Nemotron-3's latent MoE: every token is projected hidden -> latent before the routed experts
+    (which then work at the latent width) and latent -> hidden after (``fc1_latent_proj`` /
+    ``fc2_latent_proj``, nn.Linear: adapted by "all-linear" LoRA). Kept whole on every TP rank,
+    like the router (ReplicatedLinear in vLLM's and SGLang's nemotron_h)."""
+    latent = arch.moe.latent_size if arch.moe is not None else None
+    if not latent:
+        return []
+    h = arch.hidden_size
+    return [
+        Gemm("moe.fc1_latent_proj", h, latent, moe_layers, stream, REPLICATED, lora=LORA_ALL_LINEAR),
+        Gemm("moe.fc2_latent_proj", latent, h, moe_layers, stream, REPLICATED, lora=LORA_ALL_LINEAR),
+    ]
 
 
 def _block_gemms(arch: ModelArchitecture, moe_layers: int, dense_layers: int, stream: str) -> list[Gemm]:
@@ -218,7 +234,9 @@ def _block_gemms(arch: ModelArchitecture, moe_layers: int, dense_layers: int, st
             stream,
             fanout=moe.experts_per_token,
             expert=True,
+            width=moe.latent_size,
         )
+        gemms += _latent_moe_gemms(arch, moe_layers, stream)
         if moe.shared_intermediate:
             gemms += _ffn_gemms(arch, "shared_experts", moe.shared_intermediate, moe_layers, stream)
         if moe.shared_expert_gate:

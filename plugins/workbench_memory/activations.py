@@ -214,14 +214,39 @@ _FUSED_QKV = (
     "codegen",
 )
 #: RoPE on part of the head dims, rebuilt with torch.cat: q comes out (b, heads, s, d)-contiguous.
-_CAT_ROPE = ("phi3", "phi", "gpt_neox", "persimmon", "stablelm", "glm4_moe", "minimax_m2")
+_CAT_ROPE = (
+    "phi3",
+    "phi",
+    "gpt_neox",
+    "persimmon",
+    "stablelm",
+    "glm4_moe",
+    "minimax_m2",
+    "bamba",  # BambaConfig fixes partial_rotary_factor at 0.5
+)
 #: Router logits on an fp32 copy of the hidden state.
-_FP32_ROUTER = ("deepseek", "glm4_moe", "ernie4_5_moe", "kimi_linear")
+_FP32_ROUTER = (
+    "deepseek",
+    "glm4_moe",
+    "ernie4_5_moe",
+    "kimi_linear",
+    "nemotron_h",  # NemotronHTopkRouter: F.linear of the fp32 hidden state
+)
 #: The residual stream stays fp32 between blocks (Mamba-2's residual_in_fp32, True by default).
 _FP32_RESIDUAL = ("mamba2",)
 #: RMSNorms that multiply by their weight in fp32 (Gemma's, Qwen3-Next's and Qwen3.5's ``1 + w``,
 #: OLMo 2's ``w * x`` before the cast back), so the fp32 normalised tensor is kept: ``8h + 4``.
-_FP32_WEIGHT_NORM = ("gemma", "qwen3_next", "olmo2", "gpt_oss", "qwen3_5")
+_FP32_WEIGHT_NORM = (
+    "gemma",
+    "qwen3_next",
+    "olmo2",
+    "gpt_oss",
+    "qwen3_5",
+    "nemotron_h",  # NemotronHRMSNorm: weight x normalised in fp32, then the cast back
+)
+#: Parallel attention + Mamba-2 blocks whose two branches each read the normed input times their
+#: own µP multiplier (Falcon-H1: attention_in_multiplier, ssm_in_multiplier): two kept copies.
+_SCALED_PARALLEL_INPUTS = ("hybrid_falcon_h1",)
 _LSE = 4.0  # fp32 logsumexp per query row and head (flash / sdpa)
 _NORM_STATS = 8.0  # LayerNorm's fp32 mean and rstd per row (CUDA)
 _INDEX = 8.0  # an int64 index per token
@@ -292,8 +317,14 @@ class _Block:
     peak_ffn: float  # inference: FFN tensors alive at once, divided by tp
 
 
+#: Model types named like an older family whose blocks they do not share (the family checks below
+#: match by prefix): Falcon-H1 has Llama-style attention (separate q/k/v, fp32 softmax), not Falcon's.
+_NOT_LIKE_NAMESAKE = {"falcon_h1": "hybrid_falcon_h1"}
+
+
 def _family(model: ModelArchitecture) -> str:
-    return (model.hf_model_type or model.family).replace("-", "_")
+    family = (model.hf_model_type or model.family).replace("-", "_")
+    return _NOT_LIKE_NAMESAKE.get(family, family)
 
 
 def _norm(
@@ -421,6 +452,18 @@ def _dropout(model: ModelArchitecture, given: Mapping[str, float]) -> Dropout:
     return Dropout(model.attention_dropout > 0.0, model.hidden_dropout > 0.0, model.embedding_dropout > 0.0)
 
 
+def _latent_moe(model: ModelArchitecture, dt: float, frozen: bool) -> tuple[float, float]:
+    """(width the routed experts read and write, bytes per token the latent projections add).
+
+    Nemotron-3's latent MoE projects each token to ``latent_size`` before the experts and back after
+    (``fc1_latent_proj`` / ``fc2_latent_proj``): the experts gather and return latent-wide rows, and
+    the up-projection keeps its input, the experts' summed latent output (not when frozen: LoRA)."""
+    moe = model.moe
+    if moe is None or not moe.latent_size:
+        return float(model.hidden_size), 0.0
+    return float(moe.latent_size), 0.0 if frozen else dt * moe.latent_size
+
+
 def _block(
     model: ModelArchitecture,
     scenario: Scenario,
@@ -461,6 +504,8 @@ def _block(
         rep += shared_blocks.layer_bytes(
             model, dt, lambda width: _norm(model.norm_kind, gemma, width, 1.0, dt, megatron, frozen), frozen
         )
+    if has_attention and family.startswith(_SCALED_PARALLEL_INPUTS):
+        rep += dt * h  # the mixer's own scaled copy of the normed input, next to attention's
     score = peak_score = grad_score = 0.0
     if kernel is AttentionKernel.EAGER and has_attention:
         softmax = dt if megatron or family.startswith(_COMPUTE_DTYPE_SOFTMAX) else 4.0
@@ -516,14 +561,15 @@ def _block(
             # gate, sigmoid, their product, up + 1, and the gated product down_proj reads).
             router, weight = (_INDEX + dt) * k, dt
             expert_factor = dt * (7.0 - (1.0 if frozen_ffn else 0.0)) * k * ei
-        routed = (dt * h if frozen_ffn else 2.0 * dt * h) + weight + 3.0 * _INDEX
+        width, latent = _latent_moe(model, dt, frozen_ffn)
+        routed = (dt * width if frozen_ffn else 2.0 * dt * width) + weight + 3.0 * _INDEX
         kinds.append(
             (
-                router + k * routed + shared_gate,
+                router + k * routed + shared_gate + latent,
                 expert_factor + dt * factor * si,
-                2.0 * dt * h * (k + (1.0 if si else 0.0)),
+                2.0 * dt * (k * width + (h if si else 0.0)),
                 2.0 * dt * (k * ei + si),
-                dt * (k * (2.0 * h + (inner + 1.0) * ei) + inner * si),
+                dt * (k * (2.0 * width + (inner + 1.0) * ei) + inner * si),
             )
         )
     if ffn_kind == "none":

@@ -48,9 +48,20 @@ def mamba2_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float
     scan += 3.0 * batch * c * h * q * q + batch * h * (c + 1) ** 2
     scan += batch * h * p * n * (2.0 * c + 1.0) + 2.0 * h
     kept += 4.0 * scan + 2.0 * q * q + 2.0 * (c + 1) ** 2  # fp32, and the bool causal masks
+    if not m.gated_norm:
+        return kept + _silu_gate_bytes(m, batch, tokens, dt)
     gate_upcast = 0.0 if fp32 else N * inner * 4.0
     kept += gate_upcast + 4.0 * (3.0 * N * inner + NL * inner + N * g) + N * inner * dt
     return kept
+
+
+def _silu_gate_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
+    """A Mamba-2 output gated without a norm (Falcon-H1 with ``mamba_rms_norm`` off:
+    ``scan_output * silu(gate)``, then ``out_proj(... .to(dtype))``): the product keeps the padded
+    fp32 scan output it reads a view of and SiLU's ``dt`` output; out_proj keeps its ``dt`` input."""
+    c, q = _chunks(m, tokens)
+    inner = m.heads * m.head_dim
+    return 4.0 * batch * c * q * inner + 2.0 * batch * tokens * inner * dt
 
 
 def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:

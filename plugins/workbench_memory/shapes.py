@@ -163,11 +163,29 @@ def _attention_matrices(arch: ModelArchitecture) -> list[tuple[int, int]]:
     return [(h, q), (h, kv), (h, kv), (q, h)]
 
 
-def _ffn_matrices(arch: ModelArchitecture, inner: int) -> list[tuple[int, int]]:
-    h = arch.hidden_size
+#: Model types whose gated MLPs hold gate and up in one matrix (Granite-4.0-H's shared MLP and
+#: experts: ``input_linear``, hidden -> 2 x inner, then ``output_linear``).
+_FUSED_GATE_UP = ("granitemoehybrid",)
+
+
+def _ffn_matrices(arch: ModelArchitecture, inner: int, width: int | None = None) -> list[tuple[int, int]]:
+    h = width or arch.hidden_size
+    if arch.gated_mlp and arch.hf_model_type in _FUSED_GATE_UP:
+        return [(h, 2 * inner), (inner, h)]
     if arch.gated_mlp:
         return [(h, inner), (h, inner), (inner, h)]
     return [(h, inner), (inner, h)]
+
+
+def _latent_moe_projections(arch: ModelArchitecture) -> list[tuple[int, int]]:
+    """Nemotron-3's latent MoE: hidden -> latent before the routed experts and latent -> hidden after
+    (nn.Linear modules, so all-linear LoRA adapts them), kept whole on each TP rank like the router
+    (vLLM, SGLang); their biases (with ``mlp_bias``) stay with the split parameters, as other FFN
+    biases do."""
+    latent = arch.moe.latent_size if arch.moe is not None else None
+    if not latent:
+        return []
+    return [(arch.hidden_size, latent), (latent, arch.hidden_size)]
 
 
 def _mla_replicated(arch: ModelArchitecture) -> int:
@@ -220,11 +238,13 @@ def _block(arch: ModelArchitecture, index: int) -> BlockShape:
         assert moe is not None
         routed = moe.num_experts * expert_parameters(arch)
         router = moe.num_experts * h + (moe.num_experts if arch.mlp_bias else 0)
-        repl += router
-        split += lb.experts - routed - router
+        latent = _latent_moe_projections(arch)
+        repl += router + sum(i * o for i, o in latent)
+        split += lb.experts - routed - router - sum(i * o for i, o in latent)
         if moe.shared_intermediate:
             ffn = _ffn_matrices(arch, moe.shared_intermediate)
-        other_mats = _ffn_matrices(arch, moe.expert_intermediate_size) * moe.num_experts + [
+        ffn += latent
+        other_mats = _ffn_matrices(arch, moe.expert_intermediate_size, moe.latent_size) * moe.num_experts + [
             (h, moe.num_experts)
         ]
         if moe.shared_expert_gate:

@@ -59,8 +59,18 @@ def _attention(arch: ModelArchitecture, tp: int) -> float:
     return q_and_o * h * q_width / tp + 2.0 * h * kv_width / min(tp, arch.num_kv_heads)
 
 
-def _ffn(arch: ModelArchitecture, inner: int, tp: int) -> float:
-    return (3.0 if arch.gated_mlp else 2.0) * arch.hidden_size * inner / tp
+def _ffn(arch: ModelArchitecture, inner: int, tp: int, width: int | None = None) -> float:
+    return (3.0 if arch.gated_mlp else 2.0) * (width or arch.hidden_size) * inner / tp
+
+
+def _latent_moe(arch: ModelArchitecture) -> tuple[int | None, float]:
+    """(width the routed experts work at, dense latent-projection weights of one MoE block).
+
+    Nemotron-3's latent MoE: experts of ``latent x expert_intermediate`` and, used by every token,
+    hidden -> latent and latent -> hidden projections (kept whole on each TP rank like
+    the router, as vLLM and SGLang do)."""
+    latent = arch.moe.latent_size if arch.moe is not None else None
+    return latent, 2.0 * arch.hidden_size * latent if latent else 0.0
 
 
 _WEIGHTS: dict[tuple[int, int, int], tuple[ModelArchitecture, WeightElements]] = {}
@@ -78,6 +88,7 @@ def weight_elements(arch: ModelArchitecture, tp: int, ep: int) -> WeightElements
     mixer = arch.recurrent.projection_parameters / tp if arch.recurrent is not None else 0.0
     dense = experts = encoder = 0.0
     local = moe.num_experts / ep if moe else 0.0
+    expert_width, latent_projections = _latent_moe(arch)
     seq2seq = arch.kind is ModelKind.ENCODER_DECODER
     for index in range(arch.total_layers):
         block = attention if arch.has_attention(index) else 0.0
@@ -86,12 +97,12 @@ def weight_elements(arch: ModelArchitecture, tp: int, ep: int) -> WeightElements
         if index >= arch.num_layers:
             block += attention  # cross-attention of a decoder block
         if moe is not None and arch.is_moe_layer(index):
-            block += arch.hidden_size * moe.num_experts  # router, replicated
+            block += arch.hidden_size * moe.num_experts + latent_projections  # router, replicated
             if moe.shared_intermediate:
                 block += _ffn(arch, moe.shared_intermediate, tp)
             if moe.shared_expert_gate:
                 block += arch.hidden_size  # the shared expert's gate (hidden -> 1), replicated
-            experts += local * _ffn(arch, moe.expert_intermediate_size, tp)
+            experts += local * _ffn(arch, moe.expert_intermediate_size, tp, expert_width)
         elif arch.has_ffn(index):
             block += _ffn(arch, arch.intermediate_size, tp)
         dense += block

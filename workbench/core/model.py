@@ -211,6 +211,11 @@ class RecurrentMixer(BaseModel):
     ssm_state_elements: int = Field(
         ge=0, description="Recurrent-state elements one sequence keeps per layer while generating."
     )
+    gated_norm: bool = Field(
+        True,
+        description="Mamba-2: the scan output passes a gated RMSNorm before out_proj; False: it is only "
+        "multiplied by SiLU(gate) (Falcon-H1 without mamba_rms_norm).",
+    )
     ssm_state_fp32: bool = Field(
         False,
         description="The recurrent state is kept in fp32 whatever the model dtype (as the family's "

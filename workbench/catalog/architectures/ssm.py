@@ -57,6 +57,7 @@ def mamba2_mixer(
         conv_state_elements=conv_channels * conv_kernel,
         ssm_state_elements=heads * head_dim * state_size,
         ssm_state_fp32=True,
+        gated_norm=gated_norm,
     )
 
 
