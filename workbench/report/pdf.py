@@ -161,6 +161,11 @@ class _Table:
         doc.setTextWidth(max(self.columns[column] - 2 * self.look.pad_x, 10.0))
         return doc
 
+    def prepare(self) -> None:
+        """Build every row's cell documents (the header's too) so that later reads are lookups."""
+        for index in range(-1, len(self.spec.rows)):
+            self.row(index)
+
     def row(self, index: int) -> tuple[float, list[QTextDocument]]:
         """(height, cell documents) of row ``index`` (-1: the header)."""
         found = self._rows.get(index)
@@ -280,6 +285,12 @@ def build_document(data: ReportData, device: QPdfWriter) -> tuple[QTextDocument,
     doc.setDocumentMargin(0)
     doc.setDefaultStyleSheet(STYLESHEET)
     tables = [_Table(spec, content.width(), family, device) for spec in body.tables]
+    for table in tables:
+        # Lay every cell out now, before the page layout asks for row heights: creating a text
+        # document (a QObject whose layout connects signals) from inside the layout's
+        # intrinsicSize callback could deadlock on Qt's signal-slot mutex pool (seen once in a
+        # worker thread, blocked in QObject::connectImpl), and the callback then only reads sizes.
+        table.prepare()
     handler = _ObjectPainter(body.charts, tables, doc)
     doc.documentLayout().registerHandler(QTextFormat.ObjectTypes.ImageObject, handler)
     doc.setHtml(f"<html><body>{body.text()}</body></html>")
