@@ -72,6 +72,33 @@ def test_dock_layout_is_remembered(qtbot, settings: QSettings, fake_engine: Engi
     assert again.docks["results_dock"].isVisible()
 
 
+def test_hidden_side_panels_survive_a_restart_and_come_back(qtbot, settings: QSettings, fake_engine: Engine,
+                                                            catalogs, project) -> None:  # type: ignore[no-untyped-def]
+    """Quitting with "Hide side panels" on used to reopen with no panels and a button that could not
+    bring them back: the mode is restored, and one click shows the panels again."""
+    win = _open(qtbot, settings=settings, engine=fake_engine, catalogs=catalogs, project=project)
+    win.tabs.focus_button.click()
+    assert not any(d.isVisible() for d in win.docks.values())
+    win.close()
+    again = _open(qtbot, settings=settings, engine=fake_engine, catalogs=catalogs, project=project)
+    assert again.tabs.focus_button.isChecked()
+    assert not any(d.isVisible() for d in again.docks.values())
+    again.tabs.focus_button.click()
+    assert again.docks["scenario_dock"].isVisible() and again.docks["results_dock"].isVisible()
+    assert not again.tabs.focus_button.isChecked()
+
+
+def test_the_window_opens_at_a_size_that_fits_the_screen() -> None:
+    from PySide6.QtCore import QSize
+
+    from workbench.gui.main_window import PREFERRED_SIZE, fitting_size
+
+    assert fitting_size(QSize(2560, 1440)) == PREFERRED_SIZE
+    laptop = fitting_size(QSize(1280, 800 - 32))  # a 1280x800 screen less its panel
+    assert laptop.width() <= 1280 and laptop.height() <= 800 - 32
+    assert laptop == QSize(int(1280 * 0.92), int(768 * 0.92))
+
+
 def test_main_flow_model_gpu_batch_drive_the_charts(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped-def]
     _wait_estimate(qtbot, window, lambda: window.model_panel.table.choose("llama-3.1-70b"))
     assert window.controller.scenario.model == "llama-3.1-70b"

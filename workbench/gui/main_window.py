@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -66,6 +66,17 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def app_icon() -> QIcon:
     return QIcon(str(resources_dir() / "icons" / "gpu-workbench.svg"))
+
+
+#: The window's preferred size, and the share of a smaller screen it takes instead.
+PREFERRED_SIZE = QSize(1500, 920)
+SCREEN_SHARE = 0.92
+
+
+def fitting_size(available: QSize) -> QSize:
+    """The preferred size, shrunk to fit the screen's available area (a 1280x800 laptop)."""
+    return PREFERRED_SIZE.boundedTo(QSize(int(available.width() * SCREEN_SHARE),
+                                          int(available.height() * SCREEN_SHARE)))
 
 
 class MainWindow(QMainWindow):
@@ -152,7 +163,7 @@ class MainWindow(QMainWindow):
         self._add_dock("scenario_dock", "Scenario", self.scenario_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self._add_dock("results_dock", "Results", self.results_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         self.splitDockWidget(self.docks["scenario_dock"], self.docks["results_dock"], Qt.Orientation.Vertical)
-        self.resize(1500, 920)
+        self.resize(fitting_size(self.screen().availableGeometry().size()))
         self._build_menus()
         self._layout_restored = self._restore_layout()
         self._default_state: QByteArray | None = None
@@ -289,8 +300,15 @@ class MainWindow(QMainWindow):
         geometry = self.settings.get("window/geometry")
         if not geometry.isEmpty():
             self.restoreGeometry(geometry)
+            # Saved on a bigger screen (or at another scale): never larger than this one.
+            available = self.screen().availableGeometry().size()
+            if self.width() > available.width() or self.height() > available.height():
+                self.resize(self.size().boundedTo(available))
         state = self.settings.get("window/state")
-        return not state.isEmpty() and self.restoreState(state, LAYOUT_VERSION)
+        restored = not state.isEmpty() and self.restoreState(state, LAYOUT_VERSION)
+        if restored and self.settings.get("window/tabs_only"):
+            self.tabs.set_focus(True)  # hides the docks it can bring back with one click
+        return restored
 
     def _default_sizes(self) -> None:
         """Share the width between the side panels and the charts (docks size only once shown)."""
@@ -320,8 +338,18 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState(LAYOUT_VERSION)
 
     def save_layout(self) -> None:
+        # With "Hide side panels" on, the docks are saved as they were before it (shown) and the
+        # mode itself is remembered: a restart then hides them again, with the button able to
+        # bring them back (saving them hidden left a window with no panels and a button that
+        # could not show them).
+        tabs_only = self.tabs.focus_button.isChecked()
+        if tabs_only:
+            self.tabs.set_focus(False)
         self.settings.set("window/geometry", self.saveGeometry())
         self.settings.set("window/state", self.saveState(LAYOUT_VERSION))
+        self.settings.set("window/tabs_only", tabs_only)
+        if tabs_only:
+            self.tabs.set_focus(True)
         self.settings.set("window/charts", self.charts_splitter.saveState())
         self.settings.set("window/top_charts", self.top_charts.saveState())
         self.settings.sync()

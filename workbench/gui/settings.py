@@ -18,6 +18,7 @@ DEFAULTS: dict[str, Any] = {
     "window/state": QByteArray(),
     "window/charts": QByteArray(),  # the chart splitters (central area), not part of saveState
     "window/top_charts": QByteArray(),
+    "window/tabs_only": False,  # "Hide side panels" was on: the docks are saved shown, then hidden again
     "session/first_launch_done": False,
     "session/hint_dismissed": False,
     "charts/sweep_axis": "batch_size",

@@ -59,8 +59,10 @@ class AnalysisTabs(QTabWidget):
         """Hide the main window's open side panels (``on``), or show again the ones hidden here."""
         main = self.window()
         if on:
+            # isHidden, not the toggle action: before the window is first shown (a restart in this
+            # mode) the docks' actions are not checked yet, though the docks are not hidden.
             self._hidden_docks = [d for d in main.findChildren(QDockWidget)
-                                  if d.parent() is main and d.toggleViewAction().isChecked()]
+                                  if d.parent() is main and not d.isHidden()]
             for dock in self._hidden_docks:
                 dock.hide()
         else:
@@ -69,7 +71,11 @@ class AnalysisTabs(QTabWidget):
             self._hidden_docks = []
         self.focus_button.setText("◧ Show side panels" if on else "◨ Hide side panels")
         if self.focus_button.isChecked() != on:
+            # Called from code (a restart in this mode): check the button without running this
+            # again, which would find every dock hidden and forget the ones to bring back.
+            self.focus_button.blockSignals(True)
             self.focus_button.setChecked(on)
+            self.focus_button.blockSignals(False)
 
     def show_page(self, key: str) -> None:
         self.setCurrentWidget(self.pages[key])
