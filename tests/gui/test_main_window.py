@@ -342,3 +342,23 @@ def test_the_guide_lists_every_shortcut_and_tab(window: MainWindow) -> None:
     assert missing == [], "add these to resources/help/index.html's shortcut table"
     for anchor in ("charts", "compare", "sensitivity", "report", "files", "plugins", "shortcuts"):
         assert f'id="{anchor}"' in guide
+
+
+def test_ctrl_z_in_a_field_undoes_the_project_edit_not_the_text(qtbot, window: MainWindow) -> None:  # type: ignore[no-untyped-def]
+    """One undo stack: the spin box's own undo would bring back text the stack does not know."""
+    from PySide6.QtWidgets import QAbstractSpinBox
+
+    assert window.controller.scenario.batch_size == 4
+    _wait_estimate(qtbot, window, lambda: window.scenario_panel.set_value("batch_size", 32))
+    commands = window.controller.undo_stack.count()
+    field = next(w for w in window.scenario_panel.findChildren(QAbstractSpinBox) if w.value() == 32)
+    field.setFocus()
+    editor = field.lineEdit()
+    with qtbot.waitSignal(window.estimate_shown, timeout=5000):
+        qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert window.controller.scenario.batch_size == 4  # the edit is undone...
+    assert window.controller.undo_stack.count() == commands  # ...and no new one recorded
+    assert window.controller.undo_stack.index() == commands - 1
+    with qtbot.waitSignal(window.estimate_shown, timeout=5000):
+        qtbot.keyClick(editor, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert window.controller.scenario.batch_size == 32

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
     QFileDialog,
     QMainWindow,
@@ -27,6 +28,7 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
+from workbench.gui.undo_keys import UndoKeysToStack
 from workbench.gui.compare.analysis_tabs import AnalysisTabs
 from workbench.gui.project.autosave import Autosaver
 from workbench.gui.catalogs import Catalogs
@@ -257,6 +259,9 @@ class MainWindow(QMainWindow):
         self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence("Ctrl+Y")])
         edit_menu.addAction(self.undo_action)
         edit_menu.addAction(self.redo_action)
+        # The keys in a field undo the project's edits, not the field's text (one undo stack).
+        self._undo_keys = UndoKeysToStack(self, self.undo_action, self.redo_action)
+        QApplication.instance().installEventFilter(self._undo_keys)
         edit_menu.addSeparator()
         edit_menu.addAction(self._action("Add Scenario", self.controller.add_scenario, "Ctrl+T"))
         edit_menu.addAction(self._action("Duplicate Scenario", self.controller.duplicate_scenario, "Ctrl+D"))
@@ -743,6 +748,7 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.save_layout()
+        QApplication.instance().removeEventFilter(self._undo_keys)
         self.runner.shutdown()
         self.tabs.shutdown()
         self.autosaver.stop()
