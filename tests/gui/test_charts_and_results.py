@@ -10,11 +10,11 @@ from workbench.core.units import GiB
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
-from workbench.gui.estimate_runner import Outcome, SweepOutcome
 from workbench.gui.charts.memory_chart import MemoryStackChart
-from workbench.gui.panels.results_panel import ResultsPanel
 from workbench.gui.charts.roofline_chart import RooflineChart
 from workbench.gui.charts.sweep_chart import SweepChart
+from workbench.gui.estimate_runner import Outcome, SweepOutcome
+from workbench.gui.panels.results_panel import ResultsPanel
 
 
 def _estimate(catalogs, project, fake_engine: Engine, **changes) -> Estimate:  # type: ignore[no-untyped-def]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox
 
-from workbench.gui.dialogs.accelerator_dialog import AcceleratorDialog
 from workbench.gui.controller import ProjectController
+from workbench.gui.dialogs.accelerator_dialog import AcceleratorDialog
 from workbench.gui.panels.hardware_panel import HardwarePanel
 
 

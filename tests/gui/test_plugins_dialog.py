@@ -8,7 +8,6 @@ from PySide6.QtGui import QColor
 
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
-from workbench.gui.main_window import MainWindow
 from workbench.gui.dialogs.plugins_dialog import (
     COLUMNS,
     PluginsDialog,
@@ -17,6 +16,7 @@ from workbench.gui.dialogs.plugins_dialog import (
     engine_factory,
     window_host,
 )
+from workbench.gui.main_window import MainWindow
 from workbench.gui.settings import Settings
 from workbench.pluginhost import FIRST_PARTY, PluginStatus
 

@@ -7,8 +7,6 @@ import pytest
 from workbench.catalog.resolve import resolve_scenario
 from workbench.core.project import Project
 from workbench.core.scenario import FinetuneMethod, Scenario
-from workbench.gui.explain_text import value_text
-from workbench.gui.main_window import MainWindow
 from workbench.gui.dialogs.scenario_diff import (
     ScenarioDiffDialog,
     engine_estimate,
@@ -17,6 +15,8 @@ from workbench.gui.dialogs.scenario_diff import (
     result_rows,
     result_text,
 )
+from workbench.gui.explain_text import value_text
+from workbench.gui.main_window import MainWindow
 from workbench.pluginhost import default_engine
 
 

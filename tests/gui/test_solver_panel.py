@@ -10,8 +10,8 @@ from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.engine import solvers
 from workbench.engine.compare import Candidate, Targets, cheapest
-from workbench.gui.controller import ProjectController
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount, scenario_changes
+from workbench.gui.controller import ProjectController
 
 CANDIDATES = (Candidate("h100-sxm"), Candidate("a100-80gb-sxm"), Candidate("l40s"), Candidate("gh200"),
               Candidate("b200"))

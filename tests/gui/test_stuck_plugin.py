@@ -15,8 +15,8 @@ from workbench.core.project import Project
 from workbench.engine import guard
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.pipeline import Engine
-from workbench.gui.estimate_runner import EstimateRunner, Outcome
 from workbench.gui.dialogs.plugins_dialog import COLUMNS, PluginsDialog
+from workbench.gui.estimate_runner import EstimateRunner, Outcome
 from workbench.gui.settings import Settings
 from workbench.pluginhost import FIRST_PARTY, PluginHost
 

@@ -9,11 +9,11 @@ from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.engine import sensitivity as S
 from workbench.engine.compare import Candidate, Targets, compare
+from workbench.gui.charts.tornado_chart import MAX_BARS, TornadoChart, factor_range
 from workbench.gui.compare import sensitivity_view
 from workbench.gui.compare.compare_view import CompareView
-from workbench.gui.controller import ProjectController
 from workbench.gui.compare.sensitivity_view import SensitivityView
-from workbench.gui.charts.tornado_chart import MAX_BARS, TornadoChart, factor_range
+from workbench.gui.controller import ProjectController
 
 CANDIDATES = ["h100-sxm", "a100-80gb-sxm", "gh200", "b200"]
 

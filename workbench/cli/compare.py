@@ -12,7 +12,10 @@ import sys
 from typing import Any
 
 from workbench.cli.output import emit_json
+from workbench.cli.scenario_flags import finite_number, whole_number
 from workbench.core.errors import InputError
+from workbench.core.limits import MAX_GPUS as LIMIT_GPUS
+from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.core.units import format_count
@@ -25,10 +28,7 @@ from workbench.engine.compare import (
     format_metric,
     format_usd,
 )
-from workbench.core.limits import MAX_GPUS as LIMIT_GPUS
-from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.engine.solvers import MAX_GPUS
-from workbench.cli.scenario_flags import finite_number, whole_number
 
 SOLVE_QUESTIONS = ("cheapest", "train-in", "max-context-tpot", "max-batch-tpot")
 
@@ -450,9 +450,9 @@ def _result_doc(result: CandidateResult) -> dict[str, Any]:
 
 def _cmd_solve_more(args: argparse.Namespace) -> int:
     from workbench.catalog.resolve import resolve_scenario
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
     from workbench.engine import solvers
     from workbench.pluginhost import default_engine
-    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     engine = default_engine()
     project = project_from_args(args)

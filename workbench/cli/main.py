@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from workbench import __version__
-from workbench.core.errors import InputError
 from workbench.cli.output import EscapingWriter, emit_json, finite_or_none, one_line, stream_json_object
+from workbench.core.errors import InputError
 from workbench.core.units import format_bytes, format_count
 
 EXIT_USAGE = 2
@@ -36,7 +36,6 @@ def _emit_json(document: Any) -> None:
 def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.what == "gpus":
         from workbench.catalog.accelerators import load_accelerators
-
         from workbench.catalog.resolve import plugin_accelerators
 
         catalog = load_accelerators()
@@ -243,9 +242,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     import io
 
     from workbench.catalog.resolve import resolve_scenario
+    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
     from workbench.engine.sweep import check_sweep_size, parse_axis, sweep_chunks, sweep_rows
     from workbench.pluginhost import default_engine
-    from workbench.cli.scenario_flags import project_from_args, scenario_from_args
 
     if not args.vary:
         raise InputError("sweep: give at least one --vary FIELD=V1,V2,...")
@@ -365,9 +364,7 @@ def _cmd_assumptions(args: argparse.Namespace) -> int:
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    from workbench.pluginhost import get_host
-
-    from workbench.pluginhost import default_engine
+    from workbench.pluginhost import default_engine, get_host
 
     statuses = get_host().status_list()
     rejected = [{"estimator": f.estimator, "reason": f.message} for f in default_engine().rejected]

@@ -131,7 +131,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
     for ident in candidates:
         resolve_accelerator(ident, project)  # an unknown id is refused before anything runs
     from workbench.cli.compare import _targets
-
     from workbench.engine.compare import Targets
 
     targets = _targets(args)

@@ -27,7 +27,6 @@ from workbench.core.limits import (
     MAX_SCENARIO_FILE_BYTES,
 )
 from workbench.core.project import Project
-from workbench.engine.assumptions import check_overrides
 from workbench.core.scenario import (
     AttentionKernel,
     FinetuneMethod,
@@ -38,6 +37,7 @@ from workbench.core.scenario import (
     Scenario,
     Workload,
 )
+from workbench.engine.assumptions import check_overrides
 
 
 def _choices(enum: type) -> list[str]:

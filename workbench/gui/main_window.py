@@ -28,26 +28,26 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
-from workbench.gui.undo_keys import UndoKeysToStack
-from workbench.gui.compare.analysis_tabs import AnalysisTabs
-from workbench.gui.project.autosave import Autosaver
 from workbench.gui.catalogs import Catalogs
+from workbench.gui.charts.memory_chart import MemoryStackChart
+from workbench.gui.charts.roofline_chart import RooflineChart
+from workbench.gui.charts.sweep_chart import SweepChart
+from workbench.gui.compare.analysis_tabs import AnalysisTabs
 from workbench.gui.controller import ProjectController
+from workbench.gui.dialogs.help_dialog import HelpDialog
+from workbench.gui.dialogs.plugins_dialog import engine_factory
 from workbench.gui.estimate_runner import EstimateRunner, Outcome, SweepOutcome
 from workbench.gui.panels.hardware_panel import HardwarePanel
-from workbench.gui.dialogs.help_dialog import HelpDialog
 from workbench.gui.panels.hint_banner import HintBanner
-from workbench.gui.project.known_estimates import KnownEstimates
-from workbench.gui.charts.memory_chart import MemoryStackChart
-from workbench.gui.dialogs.plugins_dialog import engine_factory
 from workbench.gui.panels.model_panel import ModelPanel
-from workbench.gui.project.recent_files import RecentFiles, RecentFilesMenu
 from workbench.gui.panels.results_panel import ResultsPanel
-from workbench.gui.charts.roofline_chart import RooflineChart
-from workbench.gui.project.samples import new_project, sample_project
 from workbench.gui.panels.scenario_panel import ScenarioPanel
+from workbench.gui.project.autosave import Autosaver
+from workbench.gui.project.known_estimates import KnownEstimates
+from workbench.gui.project.recent_files import RecentFiles, RecentFilesMenu
+from workbench.gui.project.samples import new_project, sample_project
 from workbench.gui.settings import LAYOUT_VERSION, Settings
-from workbench.gui.charts.sweep_chart import SweepChart
+from workbench.gui.undo_keys import UndoKeysToStack
 from workbench.paths import resources_dir
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QDockWidget, QTabWidget, QToolButton, QWidget
 from workbench.engine.pipeline import Engine
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.compare.compare_view import CompareView
-from workbench.gui.controller import ProjectController
 from workbench.gui.compare.sensitivity_view import SensitivityView
+from workbench.gui.controller import ProjectController
 
 #: (tab, menu text, shortcut, status tip)
 TABS = (

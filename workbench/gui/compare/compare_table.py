@@ -17,7 +17,15 @@ from PySide6.QtGui import QColor, QFont
 
 from workbench.engine.compare import METRIC_BY_ID, CandidateResult, Comparison
 from workbench.gui import theme
-from workbench.gui.compare.compare_format import gui_words, low_high, number, short_name, usd, verdict, with_unit
+from workbench.gui.compare.compare_format import (
+    gui_words,
+    low_high,
+    number,
+    short_name,
+    usd,
+    verdict,
+    with_unit,
+)
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 ModelIndex = QModelIndex | QPersistentModelIndex

@@ -45,10 +45,15 @@ from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.compare_chart import CompareBarChart
 from workbench.gui.compare.compare_format import gui_words, headline, low_high, short_name
-from workbench.gui.compare.compare_table import COLUMN_INDEX, COLUMNS, ComparisonSortProxy, ComparisonTableModel
+from workbench.gui.compare.compare_table import (
+    COLUMN_INDEX,
+    COLUMNS,
+    ComparisonSortProxy,
+    ComparisonTableModel,
+)
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
-from workbench.gui.controller import ProjectController
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
+from workbench.gui.controller import ProjectController
 
 DEBOUNCE_MS = 40
 #: The name of the comparison the view keeps in the project (its first saved comparison).

@@ -39,10 +39,10 @@ from workbench.engine.pipeline import Engine
 from workbench.gui import theme
 from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
-from workbench.gui.compare.compare_format import gui_words, short_name, with_unit
-from workbench.gui.controller import ProjectController
-from workbench.gui.compare.solver_panel import CompareSetup
 from workbench.gui.charts.tornado_chart import TornadoChart, factor_value
+from workbench.gui.compare.compare_format import gui_words, short_name, with_unit
+from workbench.gui.compare.solver_panel import CompareSetup
+from workbench.gui.controller import ProjectController
 
 DEBOUNCE_MS = 120
 #: The recommendation check starts by itself when it should take at most this long.

@@ -8,10 +8,10 @@ B − A, coloured green where B is better and red where it is worse.
 from __future__ import annotations
 
 import math
-from html import escape
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from html import escape
 from typing import Any
 
 from PySide6.QtCore import Qt, SignalInstance

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
 
 from workbench.core.hardware import Accelerator
 from workbench.core.units import format_bytes
+from workbench.gui.controller import ProjectController
 from workbench.gui.dialogs.accelerator_dialog import AcceleratorDialog
 from workbench.gui.panels.accelerator_table import AcceleratorTable
-from workbench.gui.controller import ProjectController
 from workbench.gui.panels.model_editor import INVALID_STYLE
 
 MAX_GPUS = 65536
