@@ -50,18 +50,22 @@ class ImageLayout:
     #: Tokens of each sequence the encoder blocks run over, and how many such sequences.
     sequence_tokens: int
     sequences: int
-    #: Tokens after merging / pooling, before the projector (all tiles).
+    #: Tokens after merging / pooling (all tiles): what the projector maps, and the image
+    #: placeholder tokens of the prompt, which the model's embedding scatter fills with them.
     merged_tokens: int
-    #: Image placeholder tokens in the prompt (what the model's embedding scatter fills).
-    placeholders: int
     #: Marker tokens around them (start/end, row breaks, tile separators).
     markers: int
     #: Tiles (Llama 4: the grid, without the global tile).
     tiles: tuple[int, int] = (1, 1)
 
     @property
+    def placeholders(self) -> int:
+        """Image placeholder tokens in the prompt: one per merged token."""
+        return self.merged_tokens
+
+    @property
     def prompt_tokens(self) -> int:
-        return self.placeholders + self.markers
+        return self.merged_tokens + self.markers
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -112,13 +116,13 @@ def image_layout(tower: VisionTower, width: int, height: int) -> ImageLayout:
         rh, rw = smart_resize(height, width, p * m, tower.min_pixels, tower.max_pixels)
         patches = (rh // p) * (rw // p)
         merged = patches // (m * m)
-        return ImageLayout((rh, rw), patches, patches, 1, merged, merged, 2)
+        return ImageLayout((rh, rw), patches, patches, 1, merged, 2)
     if rule is VisionTokenRule.FIXED:
         assert tower.image_size is not None and tower.tokens_per_image is not None
         side = tower.image_size
         patches = (side // p) ** 2
         tokens = tower.tokens_per_image
-        return ImageLayout((side, side), patches, patches, 1, tokens, tokens, 2)
+        return ImageLayout((side, side), patches, patches, 1, tokens, 2)
     if rule is VisionTokenRule.LONGEST_EDGE:
         assert tower.image_size is not None
         ratio = max(height / tower.image_size, width / tower.image_size)
@@ -127,7 +131,7 @@ def image_layout(tower: VisionTower, width: int, height: int) -> ImageLayout:
         rows, cols = (h - 1) // unit + 1, (w - 1) // unit + 1
         patches = rows * cols * m * m
         merged = rows * cols
-        return ImageLayout((rows * unit, cols * unit), patches, patches, 1, merged, merged, rows)
+        return ImageLayout((rows * unit, cols * unit), patches, patches, 1, merged, rows)
     assert tower.image_size is not None and tower.max_tiles is not None and tower.pixel_shuffle_ratio is not None
     tile = tower.image_size
     grid = best_tile_grid(height, width, tile, tower.max_tiles)
@@ -139,8 +143,7 @@ def image_layout(tower: VisionTower, width: int, height: int) -> ImageLayout:
     # start + <|image|> + end; with tiles, a separator between columns and one after each row
     markers = 3 + (grid[0] * (grid[1] - 1) + grid[0] if tiles > 1 else 0)
     seq_tokens = per_tile + (1 if tower.class_token else 0)
-    return ImageLayout((tile, tile), sequences * per_tile, seq_tokens, sequences, placeholders,
-                       placeholders, markers, grid)
+    return ImageLayout((tile, tile), sequences * per_tile, seq_tokens, sequences, placeholders, markers, grid)
 
 
 def _window_sizes(tower: VisionTower, rows: int, cols: int) -> list[int]:
