@@ -28,63 +28,21 @@ from workbench.core.model import ModelArchitecture
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from test_hybrid_families import TINY
 from test_recurrent_engine_vs_torch import _conv_backward, cache_bytes, ours
 
 pytestmark = pytest.mark.validation
 
-_ATTN = {"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "pad_token_id": 0,
-         "bos_token_id": 0, "eos_token_id": 0}  # fmt: skip
+# The synthetic configs of the reader tests (test_hybrid_families.py), run here through the
+# engine; Jamba on the CPU torch path (no mamba kernels).
+_FAMILIES = ("jamba", "jamba-biases-rank", "lfm2", "lfm2-bias-idxs", "kimi_linear", "kimi_linear-bias-shared",
+             "qwen3_5_moe_text", "qwen3_5_moe_text-bias-interval")  # fmt: skip
 CONFIGS: dict[str, dict[str, Any]] = {
-    "jamba": {
-        "model_type": "jamba", "hidden_size": 64, "num_hidden_layers": 4, "attn_layer_period": 2,
-        "attn_layer_offset": 1, "expert_layer_period": 2, "expert_layer_offset": 1,
-        "intermediate_size": 96, "num_experts": 4, "mamba_d_state": 16, "use_mamba_kernels": False, **_ATTN,
-    },
-    "jamba-biases-rank": {
-        "model_type": "jamba", "hidden_size": 64, "num_hidden_layers": 3, "attn_layer_period": 3,
-        "attn_layer_offset": 0, "expert_layer_period": 3, "expert_layer_offset": 2,
-        "intermediate_size": 96, "num_experts": 4, "num_experts_per_tok": 1, "mamba_d_state": 8,
-        "mamba_proj_bias": True, "mamba_dt_rank": 7, "mamba_expand": 1, "use_mamba_kernels": False, **_ATTN,
-    },
-    "lfm2": {
-        "model_type": "lfm2", "hidden_size": 64, "num_hidden_layers": 3,
-        "layer_types": ["conv", "full_attention", "conv"], "intermediate_size": 96, "block_multiple_of": 16,
-        **_ATTN,
-    },
-    "lfm2-bias-idxs": {
-        "model_type": "lfm2", "hidden_size": 64, "num_hidden_layers": 3, "full_attn_idxs": [2],
-        "intermediate_size": 96, "block_auto_adjust_ff_dim": False, "conv_bias": True, "conv_L_cache": 4,
-        "tie_word_embeddings": False, **_ATTN,
-    },
-    "kimi_linear": {
-        "model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 3, "intermediate_size": 96,
-        "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_token": 2, "kv_lora_rank": 16,
-        "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "first_k_dense_replace": 1,
-        "linear_attn_config": {"kda_layers": [1, 3], "full_attn_layers": [2], "num_heads": 4,
-                               "head_dim": 16, "short_conv_kernel_size": 4},
-        **_ATTN, "num_key_value_heads": 4,
-    },
-    "kimi_linear-bias-shared": {
-        "model_type": "kimi_linear", "hidden_size": 64, "num_hidden_layers": 5, "intermediate_size": 96,
-        "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_token": 2, "kv_lora_rank": 16,
-        "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8, "num_shared_experts": 2,
-        "attention_bias": True, "linear_num_heads": 2, "linear_head_dim": 8, **_ATTN,
-        "num_key_value_heads": 4,
-    },
-    "qwen3_5_moe": {
-        "model_type": "qwen3_5_moe_text", "hidden_size": 64, "num_hidden_layers": 4, "head_dim": 16,
-        "linear_key_head_dim": 16, "linear_value_head_dim": 8, "linear_num_key_heads": 2,
-        "linear_num_value_heads": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
-        "num_experts": 4, "num_experts_per_tok": 2, **_ATTN,
-    },
-    "qwen3_5_moe-bias-interval": {
-        "model_type": "qwen3_5_moe_text", "hidden_size": 64, "num_hidden_layers": 4, "head_dim": 16,
-        "full_attention_interval": 2, "attention_bias": True, "linear_key_head_dim": 8,
-        "linear_value_head_dim": 8, "linear_num_key_heads": 2, "linear_num_value_heads": 2,
-        "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "num_experts": 4,
-        "num_experts_per_tok": 2, **_ATTN,
-    },
-}  # fmt: skip
+    name.replace("qwen3_5_moe_text", "qwen3_5_moe"): (
+        {**TINY[name], "use_mamba_kernels": False} if TINY[name]["model_type"] == "jamba" else TINY[name]
+    )
+    for name in _FAMILIES
+}
 
 
 def architecture(name: str, configs: dict[str, dict[str, Any]] = CONFIGS) -> ModelArchitecture:
