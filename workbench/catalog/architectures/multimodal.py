@@ -75,16 +75,8 @@ def siglip_vision_parameters(c: Cfg) -> int:
 
 
 def tower_parameters(wrapper: str, c: Cfg, text_hidden: int, notes: list[str]) -> int:
-    """Exact parameters of the non-text towers, or 0 with a note when we cannot count them."""
-    if wrapper == "gemma3":
-        vision = c.nested("vision_config", "siglip_vision_model")
-        vh = vision.integer("hidden_size")
-        # Gemma3MultiModalProjector: a (vision_hidden x text_hidden) projection and an RMSNorm.
-        total = siglip_vision_parameters(vision) + vh * text_hidden + vh
-        if vision.defaulted:
-            listed = ", ".join(f"{k}={v}" for k, v in vision.defaulted.items())
-            notes.append(f"absent from the config, taken from transformers' SigLIP defaults: {listed}")
-        return total
+    """Exact parameters of towers no vision reader describes (:mod:`~workbench.catalog.architectures.vision`
+    reads the others), or 0 with a note when we cannot count them."""
     if wrapper == "qwen3_5_moe" and c.has("vision_config"):
         return qwen3_5_vision_parameters(c, notes)
     towers = [k for k in ("vision_config", "audio_config") if c.has(k)]
