@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 from graphlib import CycleError, TopologicalSorter
+from typing import Any
+
+import numpy as np
 
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
@@ -13,6 +15,16 @@ from workbench.core.params import ParameterCount, count_parameters
 from workbench.core.vision import describe_images, request_images
 from workbench.engine.assumptions import Assumption, AssumptionSet, default_values, index_assumptions
 from workbench.engine.estimate import Estimate
+from workbench.engine.points import (
+    POINT_FIELDS,
+    Column,
+    PointsContext,
+    PointValues,
+    PointWarning,
+    Varies,
+    is_array_estimator,
+)
+from workbench.engine.points_estimate import GroupEstimate, PerPointWarnings, PointsEstimate, SplitEstimate
 from workbench.engine.guard import PluginFault, is_user_interrupt
 from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator, needs_by_key
 from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity, Warning
@@ -171,73 +183,155 @@ class Engine:
         return steps, frozenset(needed)
 
     def run(self, resolved: ResolvedScenario, wanted: Iterable[str] | None = None) -> Estimate:
-        """Estimate one scenario. An estimator that raises is recorded; the rest still run.
+        """Estimate one scenario: a point group of one point. An estimator that raises is
+        recorded; the rest still run.
 
         ``wanted`` limits the run to the estimators those keys need (sweeps, solvers), and tells
         them which keys are needed (:attr:`EstimateContext.wanted`): other keys may be missing and
         warnings incomplete, so pass it only when the values of those keys are all you read.
         """
+        return self.run_points(resolved, None, wanted).estimate(0)
+
+    def run_points(
+        self,
+        resolved: ResolvedScenario,
+        points: Mapping[str, Sequence[int] | np.ndarray] | None = None,
+        wanted: Iterable[str] | None = None,
+    ) -> GroupEstimate:
+        """Estimate a point group: ``resolved`` with each combination of the point fields given in
+        ``points`` (equal-length sequences; fields not given keep the scenario's value).
+
+        Array estimators run once over the group; scalar ones once per point. When an estimator
+        fails on a group of several points, the group is run again point by point, so that each
+        point's results, warnings and failures are exactly those of its own single estimate.
+        """
+        n, given = _point_arrays(resolved.scenario, points)
+        result = self._run_group(resolved, given, n, wanted)
+        if result.failures and n > 1:
+            return SplitEstimate(
+                [self._run_group(resolved, {k: v[i : i + 1] for k, v in given.items()}, 1, wanted) for i in range(n)]
+            )
+        return result
+
+    def _run_group(
+        self,
+        resolved: ResolvedScenario,
+        given: dict[str, np.ndarray],
+        n: int,
+        wanted: Iterable[str] | None,
+    ) -> PointsEstimate:
         scenario = resolved.scenario
         overrides = scenario.assumptions
         refused: list[str] = []
         if overrides:
             overrides, refused = self._usable_overrides(overrides)
         assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
-        values: dict[str, Quantity] = {}
+        columns: dict[str, Column] = {}
         steps, needed = self._steps_for(wanted)
-        image_warning, scenario = _with_images(resolved.model, scenario)
-        ctx = EstimateContext(
-            scenario,
-            resolved.model,
-            resolved.cluster,
-            self._parameters(resolved.model),
-            assumptions,
-            values,
-            needed,
-        )
-        estimate = Estimate(resolved, values, assumptions)
-        warnings = estimate.warnings
-        if resolved.model.approximate:
-            warnings.append(_approximate_warning(resolved.model.approximate))
+        model = resolved.model
+        group = PointsEstimate(resolved, given, n, columns, assumptions)
+        warnings = group.warnings
+        if model.approximate:
+            warnings.append(_fixed(_approximate_warning(model.approximate)))
+        seen = {name: given.get(name, np.full(n, getattr(scenario, name), dtype=np.int64)) for name in POINT_FIELDS}
+        image_warning, image_tokens = _images(model, scenario, seen["seq_len"])
         if image_warning is not None:
             warnings.append(image_warning)
+        if image_tokens:
+            seen["seq_len"] = seen["seq_len"] + image_tokens
+        shared = scenario.model_copy(update={name: Varies(name) for name in POINT_FIELDS})
+        params = self._parameters(model)
+        ctx = PointsContext(shared, model, resolved.cluster, params, assumptions, seen, n, columns, needed)
         failed_keys: set[str] = set()
+        point_scenarios: list[Scenario] | None = None
         for est, needs, produces in steps:
-            if needs and not values.keys() >= needs:
+            if needs and not columns.keys() >= needs:
                 info = est.info
-                blocked = next(k for k in info.needs if k in needs and k not in values)
+                blocked = next(k for k in info.needs if k in needs and k not in columns)
                 reason = "failed" if blocked in failed_keys else "was not produced"
-                estimate.failures.append(EstimatorFailure(info.id, f"skipped: {blocked} {reason}"))
+                group.failures.append(EstimatorFailure(info.id, f"skipped: {blocked} {reason}"))
                 failed_keys.update(produces)
                 continue
             try:
-                out = est.estimate(ctx)
-                self._check_outputs(est.info.id, produces, out.values)
+                if is_array_estimator(est):
+                    out = est.estimate_points(ctx)  # type: ignore[attr-defined]
+                    self._check_columns(est.info.id, produces, out.values, n)
+                    columns.update(out.values)
+                    warnings.extend(out.warnings)
+                    continue
+                if point_scenarios is None:
+                    point_scenarios = _point_scenarios(scenario, seen, n)
+                made, point_warnings = self._run_scalar(est, produces, resolved, point_scenarios, params,
+                                                        assumptions, columns, needed)  # fmt: skip
             except BaseException as exc:  # noqa: BLE001 - isolation is the point: one plugin never stops the rest
                 # sys.exit() or a KeyboardInterrupt raised by an estimator is its failure too; the
                 # user's Ctrl+C is not (guard.is_user_interrupt tells them apart) and stops the run.
                 if is_user_interrupt(exc):
                     raise
                 message = str(exc) if isinstance(exc, PluginFault) else f"{type(exc).__name__}: {exc}"
-                estimate.failures.append(EstimatorFailure(est.info.id, message))
+                group.failures.append(EstimatorFailure(est.info.id, message))
                 failed_keys.update(produces)
                 continue
-            values.update(out.values)
-            if out.warnings:
-                warnings.extend(out.warnings)
+            columns.update(made)
+            if any(point_warnings):
+                warnings.append(PerPointWarnings(point_warnings))
         for problem in refused:
-            warnings.append(
+            warnings.append(_fixed(
                 Warning("assumption-out-of-range", f"{problem}; its default was used instead",
                         fix="`gpu-workbench assumptions --json` lists each assumption's allowed range")
-            )
+            ))  # fmt: skip
         if overrides:
             unknown = [k for k in overrides if k not in self.assumptions]
             if unknown:
-                warnings.append(
+                warnings.append(_fixed(
                     Warning("unknown-assumption", f"assumption '{unknown[0]}' is not used by any estimator",
                             fix="check `gpu-workbench estimate --explain` for the assumption ids")
-                )
-        return estimate
+                ))  # fmt: skip
+        return group
+
+    def _run_scalar(
+        self,
+        est: Estimator,
+        produces: frozenset[str],
+        resolved: ResolvedScenario,
+        scenarios: list[Scenario],
+        params: ParameterCount,
+        assumptions: AssumptionSet,
+        columns: dict[str, Column],
+        needed: frozenset[str] | None,
+    ) -> tuple[dict[str, Column], list[list[Warning]]]:
+        """A scalar estimator over the group, point by point; its quantities become columns."""
+        per_key: dict[str, list[Quantity]] = {}
+        warnings: list[list[Warning]] = []
+        keys: frozenset[str] | None = None
+        for i, scenario in enumerate(scenarios):
+            ctx = EstimateContext(scenario, resolved.model, resolved.cluster, params, assumptions,
+                                  PointValues(columns, i), needed)  # type: ignore[arg-type]  # fmt: skip
+            out = est.estimate(ctx)
+            self._check_outputs(est.info.id, produces, out.values)
+            if keys is None:
+                keys = frozenset(out.values)
+                for key in out.values:
+                    per_key[key] = []
+            elif out.values.keys() != keys:
+                raise TypeError(f"{est.info.id} returned different keys for points of one group")
+            for key, quantity in out.values.items():
+                per_key[key].append(quantity)
+            warnings.append(out.warnings)
+        return {key: Column.of_quantities(qs) for key, qs in per_key.items()}, warnings
+
+    @staticmethod
+    def _check_columns(ident: str, produces: frozenset[str], values: dict[str, Column], n: int) -> None:
+        """Refuse undeclared keys, non-Column values and arrays of the wrong length."""
+        if not values.keys() <= produces:
+            key = next(k for k in values if k not in produces)
+            raise TypeError(f"{ident} returned undeclared result {key!r}")
+        for key, column in values.items():
+            if not isinstance(column, Column):
+                raise TypeError(f"{ident} returned {type(column).__name__} for {key!r}, not a Column")
+            array = column.values
+            if isinstance(array, np.ndarray) and array.shape != (n,):
+                raise TypeError(f"{ident} returned {array.shape} values for {key!r} over {n} points")
 
     def _usable_overrides(self, overrides: dict[str, float]) -> tuple[dict[str, float], list[str]]:
         """The overrides within their assumptions' ranges, and a line for each one left out.
@@ -277,24 +371,60 @@ class Engine:
                 raise TypeError(f"{ident} returned {type(quantity).__name__} for {key!r}, not a Quantity")
 
 
-def _with_images(model: ModelArchitecture, scenario: Scenario) -> tuple[Warning | None, Scenario]:
-    """The scenario the estimators see: a request's image tokens join its prompt (``seq_len``), so
-    prefill FLOPs, TTFT, the KV cache, activations and context limits all count them; the vision
-    encoder's own FLOPs are the compute plugin's. A model without a vision tower cannot take images:
-    a warning says they are not costed, never silence."""
+def _point_arrays(
+    scenario: Scenario, points: Mapping[str, Sequence[int] | np.ndarray] | None
+) -> tuple[int, dict[str, np.ndarray]]:
+    """The given point fields as int64 arrays of one length (1 when none is given)."""
+    if not points:
+        return 1, {}
+    given = {}
+    for name, values in points.items():
+        if name not in POINT_FIELDS:
+            raise ValueError(f"{name} is not a point field ({', '.join(POINT_FIELDS)})")
+        given[name] = np.asarray(values, dtype=np.int64)
+    lengths = {len(v) for v in given.values()}
+    if len(lengths) != 1 or 0 in lengths:
+        raise ValueError("point fields must be non-empty and of one length")
+    return lengths.pop(), given
+
+
+def _point_scenarios(scenario: Scenario, seen: dict[str, np.ndarray], n: int) -> list[Scenario]:
+    """Each point's scenario as scalar estimators see it (image tokens already in ``seq_len``)."""
+    columns = [(name, seen[name].tolist()) for name in POINT_FIELDS]
+    if n == 1:
+        update = {name: values[0] for name, values in columns}
+        if all(getattr(scenario, name) == value for name, value in update.items()):
+            return [scenario]
+        return [scenario.model_copy(update=update)]
+    return [scenario.model_copy(update={name: values[i] for name, values in columns}) for i in range(n)]
+
+
+def _fixed(warning: Warning) -> PointWarning:
+    return PointWarning(warning.code, warning.message, warning.severity, warning.fix)
+
+
+def _images(model: ModelArchitecture, scenario: Scenario, seq_len: np.ndarray) -> tuple[PointWarning | None, int]:
+    """What images add: a request's image tokens join its prompt (``seq_len``), so prefill FLOPs,
+    TTFT, the KV cache, activations and context limits all count them; the vision encoder's own
+    FLOPs are the compute plugin's. A model without a vision tower cannot take images: a warning
+    says they are not costed, never silence."""
     if scenario.images_per_request <= 0:
-        return None, scenario
+        return None, 0
     images = request_images(model, scenario)
     if images is None:
-        return Warning(
+        return PointWarning(
             "images-without-vision-tower",
             f"{model.name} has no vision tower: the {scenario.images_per_request} image(s) per request are not "
             "costed",
             severity="warning",
             fix="pick a vision-language model (Qwen2.5-VL, Qwen3-VL, Gemma 3, Mistral 3, Llama 4) or set images to 0",
-        ), scenario
-    note = Warning("image-tokens", describe_images(model, scenario, images), severity="info")
-    return note, scenario.model_copy(update={"seq_len": scenario.seq_len + images.tokens})
+        ), 0
+
+    def note(i: int) -> str:
+        point = scenario.model_copy(update={"seq_len": int(seq_len[i])})
+        return describe_images(model, point, images)
+
+    return PointWarning("image-tokens", note, severity="info"), images.tokens
 
 
 def _approximate_warning(why: str) -> Warning:

@@ -1,0 +1,268 @@
+"""The array protocol: estimators that evaluate many configurations in one call.
+
+A *point group* is a set of configurations that share everything except the :data:`POINT_FIELDS`
+(batch, prompt and generated lengths): one model, one cluster, one workload, precision and
+layout. An :class:`ArrayEstimator` reads those fields as numpy arrays (structure of arrays, one
+entry per point) and returns a :class:`Column` per result key, so that a sweep of a thousand
+batch x length combinations costs one call per estimator, not a thousand. A single estimate is
+the same call on a group of one point: there is no scalar copy of the model.
+
+Explanations stay lazy: a column's formula is a function of the point's index, rendered only for
+the point a person looks at (:meth:`Column.quantity`). Warnings carry a mask of the points they
+concern (:class:`PointWarning`).
+
+Estimators that only implement the scalar protocol (:class:`~workbench.engine.estimator.Estimator`)
+keep working: the engine runs them point by point and gathers their quantities into columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from workbench.engine.assumptions import AssumptionSet
+from workbench.engine.estimator import EstimatorInfo
+from workbench.engine.quantity import Quantity, Value, Warning
+
+if TYPE_CHECKING:
+    from workbench.core.hardware import Accelerator, Cluster
+    from workbench.core.model import ModelArchitecture
+    from workbench.core.params import ParameterCount
+    from workbench.core.scenario import Scenario
+
+#: Scenario fields that vary inside a point group. Everything else is the same for every point.
+POINT_FIELDS: tuple[str, ...] = ("batch_size", "seq_len", "gen_len")
+
+#: A column's formula: final text, or the text of point ``i`` rendered on demand.
+PointFormula = str | Callable[[int], str] | None
+
+
+class Varies:
+    """Stands in for a point field in the scenario an array estimator sees.
+
+    Reading ``ctx.scenario.batch_size`` in an array estimator would silently use one point's value
+    for every point; this object refuses every use (arithmetic, comparison, conversion) with the
+    field's name, so the mistake fails loudly in the first test that runs the estimator.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _refuse(self, *_: object) -> Any:
+        raise TypeError(f"scenario.{self.name} varies per point: read ctx.points['{self.name}']")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _refuse
+    __pow__ = __rpow__ = __neg__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __int__ = __float__ = __index__ = __bool__ = __format__ = _refuse
+
+    def __eq__(self, other: object) -> bool:
+        return self._refuse()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{self.name} varies per point>"
+
+
+def _python(value: Any) -> Value:
+    """A numpy scalar as the Python value the scalar protocol hands out (JSON-safe types)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class Column:
+    """One result key over a point group: values, unit, label, lazy per-point formula.
+
+    ``values`` is a numpy array with one entry per point, or a single Python value shared by every
+    point (a parameter count does not depend on the batch). Integer, float and bool arrays come
+    back as Python ``int``, ``float`` and ``bool`` per point, exactly as the scalar protocol gives.
+    """
+
+    __slots__ = ("values", "unit", "label", "formula", "assumptions", "note", "_quantities", "_array")
+
+    def __init__(
+        self,
+        values: Any,
+        unit: str = "",
+        label: str = "",
+        formula: PointFormula = None,
+        assumptions: tuple[str, ...] = (),
+        note: str = "",
+    ) -> None:
+        self.values = values
+        self.unit = unit
+        self.label = label
+        self.formula = formula
+        self.assumptions = assumptions
+        self.note = note
+        self._quantities: Sequence[Quantity] | None = None
+        self._array: np.ndarray | None = values if isinstance(values, np.ndarray) else None
+
+    @staticmethod
+    def of_quantities(quantities: Sequence[Quantity]) -> QuantityColumn:
+        """A column gathered from a scalar estimator's quantities, one per point."""
+        return QuantityColumn(quantities)
+
+    def value(self, i: int) -> Value:
+        if self._quantities is not None:
+            return self._quantities[i].value
+        if isinstance(self.values, np.ndarray):
+            return _python(self.values[i])
+        return self.values
+
+    def array(self, n: int) -> np.ndarray:
+        """The values as an array of ``n`` entries (broadcast when shared by every point)."""
+        if self._array is None:
+            if self._quantities is not None:
+                self._array = np.array([q.value for q in self._quantities])
+            else:
+                self._array = np.full(n, self.values)
+        return self._array
+
+    def quantity(self, i: int) -> Quantity:
+        """Point ``i`` as the scalar protocol's Quantity; its formula is rendered when read."""
+        if self._quantities is not None:
+            return self._quantities[i]
+        formula = self.formula
+        lazy = (lambda: formula(i)) if callable(formula) else formula
+        return Quantity(self.value(i), self.unit, self.label, lazy, self.assumptions, self.note)
+
+    def take(self, i: int) -> Column:
+        """Point ``i`` alone, as a column of a one-point group."""
+        if self._quantities is not None:
+            return Column.of_quantities([self._quantities[i]])
+        if not isinstance(self.values, np.ndarray):
+            return self
+        formula = self.formula
+        shifted = (lambda _j: formula(i)) if callable(formula) else formula
+        return Column(self.values[i : i + 1], self.unit, self.label, shifted, self.assumptions, self.note)
+
+
+class QuantityColumn(Column):
+    """A scalar estimator's quantities over the group, one per point, kept as they came (formulas
+    included); the value array is built only if an array estimator reads it."""
+
+    __slots__ = ()
+
+    def __init__(self, quantities: Sequence[Quantity]) -> None:  # noqa: D107 - the attributes read from the first
+        self._quantities = quantities
+        self._array = None
+        self.values = None
+
+    def __getattr__(self, name: str) -> Any:
+        # unit, label, formula, assumptions, note: the first point's, read only when asked for
+        if name in ("unit", "label", "assumptions", "note"):
+            return getattr(self._quantities[0], name)
+        if name == "formula":
+            return None
+        raise AttributeError(name)
+
+
+#: Shorthand used by array estimators, as ``q`` is for scalar ones.
+col = Column
+
+
+@dataclass(frozen=True, slots=True)
+class PointWarning:
+    """A warning for the points where ``where`` is true (every point when None)."""
+
+    code: str
+    message: str | Callable[[int], str]
+    severity: str = "warning"
+    fix: str = ""
+    where: np.ndarray | None = None
+
+    def applies(self, i: int) -> bool:
+        return self.where is None or bool(self.where[i])
+
+    def at(self, i: int) -> Warning:
+        message = self.message(i) if callable(self.message) else self.message
+        return Warning(self.code, message, self.severity, self.fix)
+
+
+@dataclass(slots=True)
+class PointOutputs:
+    """What an array estimator hands back: a column per key, and warnings with their masks."""
+
+    values: dict[str, Column] = field(default_factory=dict)
+    warnings: list[PointWarning] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PointsContext:
+    """Inputs of one point group, validated and resolved, plus the columns so far.
+
+    ``scenario`` holds what every point shares; its :data:`POINT_FIELDS` are :class:`Varies`
+    placeholders, the values are in ``points`` (int64 arrays of ``n`` entries).
+    """
+
+    scenario: Scenario
+    model: ModelArchitecture
+    cluster: Cluster
+    params: ParameterCount
+    assumptions: AssumptionSet
+    points: dict[str, np.ndarray]
+    n: int
+    values: dict[str, Column] = field(default_factory=dict)
+    wanted: frozenset[str] | None = None
+
+    @property
+    def gpu(self) -> Accelerator:
+        return self.cluster.accelerator
+
+    def wants(self, key: str) -> bool:
+        return self.wanted is None or key in self.wanted
+
+    def array(self, key: str) -> np.ndarray:
+        """An earlier result's values as an array of ``n`` entries."""
+        return self.values[key].array(self.n)
+
+    def value(self, key: str) -> Any:
+        """An earlier result's values: an array, or the one value every point shares."""
+        column = self.values[key]
+        return column.array(self.n) if column.values is None else column.values
+
+
+@runtime_checkable
+class ArrayEstimator(Protocol):
+    """An estimator over point groups. It may also define ``needs_by_key`` (see the scalar one)."""
+
+    info: EstimatorInfo
+
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs: ...
+
+
+def is_array_estimator(estimator: object) -> bool:
+    return callable(getattr(estimator, "estimate_points", None))
+
+
+class PointValues(Mapping[str, Quantity]):
+    """The scalar protocol's ``ctx.values`` for point ``i`` of a group, built key by key on demand,
+    so a scalar estimator run point by point pays only for the keys it reads."""
+
+    __slots__ = ("_columns", "_i", "_made")
+
+    def __init__(self, columns: dict[str, Column], i: int) -> None:
+        self._columns = columns
+        self._i = i
+        self._made: dict[str, Quantity] = {}
+
+    def __getitem__(self, key: str) -> Quantity:
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = self._columns[key].quantity(self._i)
+        return made
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._columns
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
