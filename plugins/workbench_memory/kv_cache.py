@@ -26,41 +26,56 @@ dtype, here the KV dtype; the state in fp32 when the family computes it so).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
-from workbench.engine.estimator import EstimateContext, EstimatorInfo
-from workbench.engine.quantity import Outputs, q
+from workbench.engine.estimator import EstimatorInfo
+from workbench.engine.points import PointOutputs, PointsContext, col, int_product
 from workbench_memory import assumptions as A
 from workbench_memory.shapes import ModelConstants, model_constants
 
 
+Tokens = Any  #: an int, or an int64 array with one entry per point of a group
+
+
 @dataclass(frozen=True, slots=True)
 class KvTokens:
-    """Tokens one sequence caches in each kind of layer (block-rounded when paged)."""
+    """Tokens one sequence caches in each kind of layer (block-rounded when paged), per point."""
 
-    full: int
-    sliding: int
-    cross: int
+    full: Tokens
+    sliding: Tokens
+    cross: Tokens
     block: int  # 0: not paged
 
 
-def _round_up(tokens: int, block: int) -> int:
+def _round_up(tokens: Tokens, block: int) -> Tokens:
     return -(-tokens // block) * block if block else tokens
 
 
-def kv_tokens(c: ModelConstants, scenario: Scenario) -> KvTokens:
+def kv_tokens(c: ModelConstants, scenario: Scenario, seq_len: Tokens = None, gen_len: Tokens = None) -> KvTokens:
+    """Cached tokens for ``seq_len`` prompt and ``gen_len`` generated tokens (arrays over a point
+    group, or the scenario's own values when not given)."""
     serving = scenario.serving
+    seq = scenario.seq_len if seq_len is None else seq_len
+    gen = scenario.gen_len if gen_len is None else gen_len
     block = serving.kv_block_size if serving.paged_kv else 0
     if c.encoder_decoder:
-        self_tokens, cross = scenario.gen_len, scenario.seq_len
+        self_tokens, cross = gen, seq
     else:
-        self_tokens, cross = scenario.seq_len + scenario.gen_len, 0
-    sliding = min(self_tokens, c.window) if c.window else self_tokens
+        self_tokens, cross = seq + gen, 0
+    if not c.window:
+        sliding = self_tokens
+    elif isinstance(self_tokens, np.ndarray):
+        sliding = np.minimum(self_tokens, c.window)
+    else:
+        sliding = min(self_tokens, c.window)
     return KvTokens(_round_up(self_tokens, block), _round_up(sliding, block), _round_up(cross, block), block)
 
 
-def sequence_elements(c: ModelConstants, tokens: KvTokens, a: int, b: int) -> int:
+def sequence_elements(c: ModelConstants, tokens: KvTokens, a: int, b: int) -> Tokens:
     """Layer-tokens one sequence caches in layers a..b (multiply by elements per token-layer)."""
     return (
         (c.full_kv[b] - c.full_kv[a]) * tokens.full
@@ -87,7 +102,7 @@ class KvCacheEstimator:
         "the fixed recurrent state of state-space / linear-attention blocks per sequence.",
     )
 
-    def estimate(self, ctx: EstimateContext) -> Outputs:
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         scenario = ctx.scenario
         c = model_constants(ctx.model)
         decompressed = c.mla and ctx.assumptions[A.KV_MLA_DECOMPRESSED.id] >= 0.5
@@ -100,11 +115,11 @@ class KvCacheEstimator:
         used = (A.KV_MLA_DECOMPRESSED.id,) if c.mla else ()
         model = ctx.model
         out = {
-            "kv_cache.bytes_per_token": q(
+            "kv_cache.bytes_per_token": col(
                 per_token,
                 "B",
                 "KV cache per token",
-                lambda: (
+                lambda _: (
                     f"{self_layers} layers x {_describe_elements(model, decompressed)} x {dtype.value} "
                     f"{dtype.bytes:g} B = {per_token:,.0f} B"
                     + (" (cross-attention KV comes on top, per encoder token)" if cross_layers else "")
@@ -114,47 +129,55 @@ class KvCacheEstimator:
         }
         state_layers = c.state[layers]
         state_seq = state_layers * c.state_bytes_per_rank(1, dtype.bytes)
-        out["recurrent_state.bytes_per_sequence"] = q(
+        out["recurrent_state.bytes_per_sequence"] = col(
             state_seq,
             "B",
             "Recurrent state per sequence",
-            lambda: _state_formula(model, state_layers, dtype.bytes, state_seq),
+            lambda _: _state_formula(model, state_layers, dtype.bytes, state_seq),
         )
         if scenario.is_training:
-            out["kv_cache.bytes"] = q(0.0, "B", "KV cache", lambda: "training keeps no KV cache", used)
-            out["recurrent_state.bytes"] = q(
-                0.0, "B", "Recurrent state", lambda: "training keeps no recurrent state between passes"
+            out["kv_cache.bytes"] = col(0.0, "B", "KV cache", lambda _: "training keeps no KV cache", used)
+            out["recurrent_state.bytes"] = col(
+                0.0, "B", "Recurrent state", lambda _: "training keeps no recurrent state between passes"
             )
-            return Outputs(out)
-        tokens = kv_tokens(c, scenario)
+            return PointOutputs(out)
+        points = ctx.points
+        tokens = kv_tokens(c, scenario, points["seq_len"], points["gen_len"])
         layer_tokens = sequence_elements(c, tokens, 0, layers)
-        batch = scenario.batch_size
-        total = batch * layer_tokens * elems * dtype.bytes
+        batch = points["batch_size"]
+        # the element count exactly (as Python's ints), then bytes in float, as the scalar sum was
+        total = int_product(batch, layer_tokens, elems) * dtype.bytes
+        if total.dtype == object:
+            total = total.astype(np.float64)
 
-        def formula() -> str:
+        def formula(i: int) -> str:
             parts = []
             if c.full_kv[layers]:
-                parts.append(f"{c.full_kv[layers]} layers x {tokens.full} tokens")
+                parts.append(f"{c.full_kv[layers]} layers x {_at(tokens.full, i)} tokens")
             if c.sw_kv[layers]:
                 parts.append(
-                    f"{c.sw_kv[layers]} sliding-window layers x {tokens.sliding} tokens (window {c.window})"
+                    f"{c.sw_kv[layers]} sliding-window layers x {_at(tokens.sliding, i)} tokens (window {c.window})"
                 )
             if cross_layers:
-                parts.append(f"{cross_layers} cross-attention layers x {tokens.cross} encoder tokens")
+                parts.append(f"{cross_layers} cross-attention layers x {_at(tokens.cross, i)} encoder tokens")
             paged = f", rounded up to blocks of {tokens.block}" if tokens.block else ""
             body = " + ".join(parts) or "no cached layers"
             what = _describe_elements(model, decompressed)
-            return f"{batch} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total:,.0f} B"
+            return f"{batch[i]} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total[i]:,.0f} B"
 
-        out["kv_cache.bytes"] = q(total, "B", "KV cache", formula, used)
+        out["kv_cache.bytes"] = col(total, "B", "KV cache", formula, used)
         state_total = batch * state_seq
-        out["recurrent_state.bytes"] = q(
+        out["recurrent_state.bytes"] = col(
             state_total,
             "B",
             "Recurrent state",
-            lambda: f"{batch} sequences x {state_seq:,.0f} B = {state_total:,.0f} B",
+            lambda i: f"{batch[i]} sequences x {state_seq:,.0f} B = {state_total[i]:,.0f} B",
         )
-        return Outputs(out)
+        return PointOutputs(out)
+
+
+def _at(tokens: Tokens, i: int) -> Tokens:
+    return tokens[i] if isinstance(tokens, np.ndarray) else tokens
 
 
 def _state_formula(model: ModelArchitecture, layers: int, kv_bytes: float, value: float) -> str:

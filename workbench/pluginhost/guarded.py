@@ -17,7 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.engine import guard
+import numpy as np
+
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning
 from workbench.engine.quantity import Outputs, Quantity, Warning
 
 #: Longest text a plugin may put in one result (label, note, string value, formula).
@@ -69,6 +72,94 @@ class GuardedEstimator:
 
     def __repr__(self) -> str:
         return f"<estimator {self.info.id} of plugin {self.plugin.name}>"
+
+
+class GuardedArrayEstimator(GuardedEstimator):
+    """A third-party array estimator: ``estimate_points`` guarded, its columns checked and copied."""
+
+    __slots__ = ()
+
+    def estimate(self, ctx: EstimateContext) -> Outputs:  # the engine calls estimate_points
+        raise TypeError(f"{self.info.id} is an array estimator: the engine calls estimate_points")
+
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        plugin = self.plugin
+        if plugin.disabled is not None:
+            raise guard.PluginFault(f"plugin {plugin.name} is disabled: {plugin.disabled}")
+        what = f"plugin {plugin.name}: estimate of {self.info.id}"
+        try:
+            return guard.call(self._run_points, ctx, what=what)
+        except guard.PluginFault as exc:
+            plugin.fault(str(exc))
+            raise
+
+    def _run_points(self, ctx: PointsContext) -> PointOutputs:
+        return clean_point_outputs(self._estimate(ctx), frozenset(self.info.produces), ctx.n, self.plugin)
+
+
+def clean_point_outputs(out: Any, produces: frozenset[str], n: int, plugin: PluginState) -> PointOutputs:
+    """Plain copies of an array estimator's columns: every array of ``n`` finite numbers or bools,
+    every shared value as a scalar result's, texts bounded, warning masks of ``n`` bools."""
+    if type(out) is not PointOutputs:
+        raise TypeError(f"estimate_points returned {type(out).__name__}, not PointOutputs")
+    values, warnings = out.values, out.warnings
+    if type(values) is not dict or type(warnings) is not list:
+        raise TypeError("PointOutputs.values must be a dict and PointOutputs.warnings a list")
+    clean: dict[str, Column] = {}
+    for key, column in values.items():
+        if type(key) is not str or key not in produces:
+            raise TypeError(f"returned undeclared result {key!r:.80}")
+        if type(column) is not Column:
+            raise TypeError(f"returned {type(column).__name__} for {key!r}, not a Column")
+        array = column.values
+        if isinstance(array, np.ndarray):
+            if array.shape != (n,) or array.dtype.kind not in "biuf":
+                raise TypeError(f"returned {array.dtype} values of shape {array.shape} for {key!r}: {n} numbers")
+            if array.dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"returned a value that is not finite for {key!r}: results are finite numbers")
+            array = array.copy()
+        else:
+            array = _clean_quantity(key, Quantity(array), plugin).value
+        for field, text in (("unit", column.unit), ("label", column.label), ("note", column.note)):
+            _text(text, key, field)
+        formula = column.formula
+        if callable(formula):
+            formula = _guarded_point_formula(formula, key, plugin)
+        elif formula is not None:
+            _text(formula, key, "formula")
+        if type(column.assumptions) not in (tuple, list) or any(type(a) is not str for a in column.assumptions):
+            raise TypeError(f"{key}: assumptions must be a tuple of ids")
+        clean[key] = Column(array, column.unit, column.label, formula, tuple(column.assumptions), column.note)
+    return PointOutputs(clean, [_clean_point_warning(w, n, plugin) for w in warnings])
+
+
+def _clean_point_warning(warning: Any, n: int, plugin: PluginState) -> PointWarning:
+    if type(warning) is not PointWarning:
+        raise TypeError(f"warnings must be PointWarning objects, not {type(warning).__name__}")
+    where = warning.where
+    if where is not None:
+        if not isinstance(where, np.ndarray) or where.shape != (n,):
+            raise TypeError(f"a warning's mask must be an array of {n} bools")
+        where = where.astype(bool)
+    for field, text in (("code", warning.code), ("fix", warning.fix)):
+        _text(text, "a warning", field)
+    if warning.severity not in _SEVERITIES:
+        raise ValueError(f"a warning's severity must be one of {sorted(_SEVERITIES)}, not {warning.severity!r:.40}")
+    message = warning.message
+    if callable(message):
+        message = _guarded_point_formula(message, f"warning {warning.code}", plugin)
+    else:
+        _text(message, "a warning", "message")
+    return PointWarning(warning.code, message, warning.severity, warning.fix, where)
+
+
+def _guarded_point_formula(formula: Callable[[int], Any], key: str, plugin: PluginState) -> Callable[[int], str]:
+    """A per-point formula (or warning text), rendered under the guard for the point asked."""
+
+    def render(i: int) -> str:
+        return _guarded_formula(lambda: formula(i), key, plugin)()
+
+    return render
 
 
 def clean_outputs(out: Any, produces: frozenset[str], plugin: PluginState) -> Outputs:

@@ -32,7 +32,7 @@ from workbench.core.model import ModelArchitecture
 from workbench.engine import guard
 from workbench.engine.estimator import Estimator, EstimatorInfo
 from workbench.pluginhost import checks, hookspecs
-from workbench.pluginhost.guarded import GuardedEstimator, GuardedSection, PluginState
+from workbench.pluginhost.guarded import GuardedArrayEstimator, GuardedEstimator, GuardedSection, PluginState
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
 FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost")
@@ -299,12 +299,15 @@ def _checked_estimator(obj: Any, state: PluginState | None) -> Estimator:
         text = repr(obj) if type(obj) in (str, int, float, type(None)) else f"of type {type(obj).__name__}"
         raise TypeError(f"estimator {text[:80]} has no EstimatorInfo `info` (a plain attribute)")
     clean = checks.check_info(info)
+    estimate_points = getattr(obj, "estimate_points", None)
     estimate = getattr(obj, "estimate", None)
-    if not callable(estimate):
-        raise TypeError(f"estimator {clean.id} has no estimate(ctx) method")
+    if not callable(estimate_points) and not callable(estimate):
+        raise TypeError(f"estimator {clean.id} has neither estimate(ctx) nor estimate_points(ctx)")
     needs_by_key = checks.check_needs_by_key(checks.static_attribute(obj, "needs_by_key"), clean)
     if state is None:
         return obj  # type: ignore[no-any-return]
+    if callable(estimate_points):
+        return GuardedArrayEstimator(clean, needs_by_key, estimate_points, state)
     return GuardedEstimator(clean, needs_by_key, estimate, state)
 
 
