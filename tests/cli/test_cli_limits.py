@@ -228,19 +228,29 @@ def test_sweep_beyond_the_cap_is_refused_before_any_work(capsys: pytest.CaptureF
     assert "at most 20 digits" in line
 
 
-def test_sweep_points_are_built_lazily() -> None:
-    """Any stretch of the point list is built from its index: equal to the product, in order."""
+def test_sweep_points_are_built_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep is cut into bounded blocks, built one at a time, whose points come out in product
+    order whatever the block size."""
     import itertools
 
-    from workbench.engine.sweep import _combos
+    from workbench.api import make_scenario
+    from workbench.engine import sweep
 
-    values = ((1, 2, 3), ("a", "b"), (7, 8, 9, 10))
-    everything = list(itertools.product(*values))
-    for start in range(len(everything) + 1):
-        for stop in range(start, len(everything) + 2):
-            assert list(_combos(values, start, stop)) == everything[start:stop]
-    huge = tuple(tuple(range(100)) for _ in range(4))  # 10^8 points: only the asked stretch is built
-    assert list(_combos(huge, 54_321_000, 54_321_003)) == [(54, 32, 10, 0), (54, 32, 10, 1), (54, 32, 10, 2)]
+    huge = [sweep.Axis(f"a{i}", "batch_size", tuple(range(1, 101))) for i in range(4)]  # 10^8 points
+    first_prefix, first_axis = next(sweep._blocks(huge))
+    assert first_prefix == (1, 1) and first_axis == 2  # 100 x 100 points, not 10^8
+
+    base = make_scenario(model="llama-3.1-8b", gpu="h100-sxm")
+    axes = [sweep.parse_axis(spec, base) for spec in ("batch=1,2,3", "tp=1,2", "seq-len=128,256", "gen-len=1,5")]
+    everything = list(itertools.product(*(axis.values for axis in axes)))
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.pluginhost import default_engine
+
+    for block in (1, 2, 5, 8, 1000):
+        monkeypatch.setattr(sweep, "BLOCK_POINTS", block)
+        rows = list(sweep.sweep_table(base, axes, resolve_scenario, default_engine(), ["kv_cache.bytes"], workers=1))
+        assert [combo for combo, _, _ in rows] == everything
+        assert len({values for _, values, _ in rows}) > 1
 
 
 def test_sweep_json_streams_and_parses(capsys: pytest.CaptureFixture[str]) -> None:

@@ -129,13 +129,12 @@ def test_sweep_csv_and_json_write_non_finite_as_empty_and_null(capsys: pytest.Ca
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.engine import sweep
 
-    original = sweep._table
+    original = sweep._block_rows
 
     def with_nan(*args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
-        for values, error in original(*args, **kwargs):
-            yield (math.nan, *values[1:]), error
+        return [(combo, (math.nan, *values[1:]), error) for combo, values, error in original(*args, **kwargs)]
 
-    monkeypatch.setattr(sweep, "_table", with_nan)
+    monkeypatch.setattr(sweep, "_block_rows", with_nan)
     code, out, err = run_cli(capsys, "sweep", *BASE, "--vary", "batch=1,2", "--keys", "memory.per_gpu.total,memory.fits",
                              "--format", "csv")
     assert code == 0, err

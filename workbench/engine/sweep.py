@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import numpy as np
+
 from workbench.core.errors import InputError
 from workbench.core.hardware import Cluster
 from workbench.core.limits import MAX_AXIS_VALUES, MAX_GPUS, MAX_SWEEP_POINTS
@@ -25,6 +27,8 @@ from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
+from workbench.engine.points import POINT_FIELDS
+from workbench.engine.points_estimate import GroupEstimate
 from workbench.engine.variations import field_path, validated_value
 
 _LAYOUT_FIELDS = {"num_gpus", "parallel.tp", "parallel.pp", "parallel.dp"}
@@ -99,43 +103,6 @@ def check_sweep_size(axes: Sequence[Axis]) -> int:
     return size
 
 
-def _combos(values: Sequence[Sequence[Any]], start: int, stop: int) -> Iterator[tuple[Any, ...]]:
-    """Points ``start`` to ``stop`` of the product of ``values`` (last axis fastest), built one at a
-    time from their index, so that no process ever holds the whole list of points."""
-    stop = min(stop, math.prod(len(axis) for axis in values))
-    if start >= stop:
-        return
-    digits = []
-    rest = start
-    for axis in reversed(values):
-        rest, digit = divmod(rest, len(axis))
-        digits.append(digit)
-    digits.reverse()
-    yield from itertools.islice(
-        itertools.chain(
-            [tuple(axis[d] for axis, d in zip(values, digits))],
-            _odometer(values, digits),
-        ),
-        stop - start,
-    )
-
-
-def _odometer(values: Sequence[Sequence[Any]], digits: list[int]) -> Iterator[tuple[Any, ...]]:
-    """The points after ``digits``, in product order, until the product ends."""
-    last = len(values) - 1
-    while True:
-        i = last
-        while i >= 0:
-            digits[i] += 1
-            if digits[i] < len(values[i]):
-                break
-            digits[i] = 0
-            i -= 1
-        if i < 0:
-            return
-        yield tuple(axis[d] for axis, d in zip(values, digits))
-
-
 def run_sweep(
     base: Scenario,
     axes: Sequence[Axis],
@@ -146,13 +113,73 @@ def run_sweep(
     """Estimate every combination of the axes' values, in order (``wanted``: keys needed)."""
     check_sweep_size(axes)
     variants = _Variants(base, axes, resolve)
-    for combo in itertools.product(*(axis.values for axis in axes)):
-        settings = {axis.name: value for axis, value in zip(axes, combo)}
-        resolved = variants.resolved(combo)
+    names = [axis.name for axis in axes]
+    wanted_keys = None if wanted is None else tuple(wanted)
+    for block in _blocks(axes):
+        for combo, found in _block_points(variants, engine, wanted_keys, axes, block):
+            settings = dict(zip(names, combo))
+            if isinstance(found, str):
+                yield SweepPoint(settings, None, found)
+            else:
+                group, i = found
+                yield SweepPoint(settings, group.estimate(i))
+
+
+#: Points evaluated together at most: the sweep's trailing axes up to this many combinations form a
+#: block, inside which the points that differ only in batch and lengths are one point group.
+BLOCK_POINTS = 16384
+
+
+def _blocks(axes: Sequence[Axis]) -> Iterator[tuple[tuple[Any, ...], int]]:
+    """(values of the leading axes, index of the first trailing axis) per block, in sweep order:
+    the trailing axes whose product fits :data:`BLOCK_POINTS` are evaluated together."""
+    sizes = [len(axis.values) for axis in axes]
+    first = len(axes)
+    while first > 0 and math.prod(sizes[first - 1 :]) <= BLOCK_POINTS:
+        first -= 1
+    for prefix in itertools.product(*(axis.values for axis in axes[:first])):
+        yield prefix, first
+
+
+def _block_points(
+    variants: _Variants,
+    engine: Engine,
+    keys: tuple[str, ...] | None,
+    axes: Sequence[Axis],
+    block: tuple[tuple[Any, ...], int],
+) -> list[tuple[tuple[Any, ...], tuple[GroupEstimate, int] | str]]:
+    """Every point of a block in sweep order: its combo, and its group and index (or the reason
+    it cannot run). Points that differ only in :data:`POINT_FIELDS` axes share one engine call."""
+    prefix, first = block
+    trailing = axes[first:]
+    point_at = [i for i, axis in enumerate(trailing) if axis.path in POINT_FIELDS]
+    other_at = [i for i, axis in enumerate(trailing) if axis.path not in POINT_FIELDS]
+    sizes = [len(axis.values) for axis in trailing]
+    point_values = [trailing[i].values for i in point_at]
+    point_combos = list(itertools.product(*point_values))
+    arrays = {}
+    for j, i in enumerate(point_at):
+        # later axes of the same field win, as they do in a scenario built from the combo
+        arrays[trailing[i].path] = [combo[j] for combo in point_combos]
+    results: list[tuple[GroupEstimate, int] | str] = []
+    for others in itertools.product(*(trailing[i].values for i in other_at)):
+        combo = [None] * len(trailing)
+        for i, value in zip(other_at, others):
+            combo[i] = value
+        for i, value in zip(point_at, point_combos[0]):
+            combo[i] = value
+        resolved = variants.resolved(prefix + tuple(combo))
         if isinstance(resolved, str):
-            yield SweepPoint(settings, None, resolved)
-        else:
-            yield SweepPoint(settings, engine.run(resolved, wanted))
+            results.extend([resolved] * len(point_combos))
+            continue
+        group = engine.run_points(resolved, arrays if point_at else None, keys)
+        results.extend((group, k) for k in range(len(point_combos)))
+    # results are grouped (other axes outer, point axes inner); the sweep's order interleaves them
+    order = np.arange(math.prod(sizes)).reshape(sizes).transpose(other_at + point_at).reshape(-1)
+    where = np.empty_like(order)
+    where[order] = np.arange(order.size)
+    combos = itertools.product(*(axis.values for axis in trailing))
+    return [(prefix + combo, results[k]) for combo, k in zip(combos, where.tolist())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +194,6 @@ class SweepRow:
 #: A sweep point as plain tuples: (the axes' values, the keys' values, error or None).
 TableRow = tuple[tuple[Any, ...], tuple[Any, ...], str | None]
 
-#: Below this many points one process is faster than starting workers.
-PARALLEL_THRESHOLD = 2000
-#: Points estimated in the parent before the workers fork: they warm the plugins' per-model
-#: caches and the resolved anchors once, for every worker.
-_WARM_POINTS = 32
 _JOB: dict[str, Any] = {}
 
 
@@ -215,68 +237,66 @@ def sweep_chunks(
     """The points in consecutive chunks, each handed to ``render`` (a list of :data:`TableRow`),
     in order. The CLI renders CSV text, so big sweeps ship text between processes, not rows.
 
-    Big sweeps use every core: worker processes are forked after the plugins and catalogs are
-    loaded and the first points estimated here (so every per-model cache is warm in all of them);
-    each takes small contiguous chunks of the point list (so a slow stretch, such as the largest
-    batches, spreads over all workers) and renders them itself; chunks come back in order.
+    The sweep is cut into blocks of its trailing axes (:func:`_blocks`); in each block the points
+    that differ only in batch size and lengths are one point group, estimated in one engine call
+    per estimator. Sweeps of many blocks use every core: worker processes are forked after the
+    first block is estimated here (plugins, catalogs and per-model caches warm in all of them),
+    each renders whole blocks, and the blocks come back in order.
     """
-    total = check_sweep_size(axes)
-    values = tuple(axis.values for axis in axes)
+    check_sweep_size(axes)
     keys = tuple(keys)
     variants = _Variants(base, axes, resolve)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    if workers < 2 or total < PARALLEL_THRESHOLD or "fork" not in mp.get_all_start_methods():
-        combos = itertools.product(*values)
-        for start in range(0, total, _SERIAL_CHUNK):
-            chunk_combos = list(itertools.islice(combos, _SERIAL_CHUNK))
-            yield render(_rows(variants, engine, keys, chunk_combos))
+    blocks = _blocks(axes)
+    first = next(blocks, None)
+    if first is None:
         return
-    warm = list(_combos(values, 0, min(_WARM_POINTS, total)))
-    yield render(_rows(variants, engine, keys, warm))
-    _JOB.update(variants=variants, engine=engine, keys=keys, values=values, render=render)
-    first = len(warm)
-    chunk = max(64, (total - first) // (workers * 16))
-    bounds = [(start, min(start + chunk, total)) for start in range(first, total, chunk)]
+    yield render(_block_rows(variants, engine, keys, axes, first))
+    remaining = math.prod(len(axis.values) for axis in axes[: first[1]]) - 1
+    if workers < 2 or remaining < 2 or "fork" not in mp.get_all_start_methods():
+        for block in blocks:
+            yield render(_block_rows(variants, engine, keys, axes, block))
+        return
+    _JOB.update(variants=variants, engine=engine, keys=keys, axes=axes, render=render)
     gc.collect()
     gc.freeze()  # the workers inherit a heap the collector no longer walks (fewer copied pages too)
     try:
         with mp.get_context("fork").Pool(workers) as pool:
-            yield from pool.imap(_work, bounds)
+            yield from pool.imap(_work, blocks)
     finally:
         _JOB.clear()
         gc.unfreeze()
 
 
 T = TypeVar("T")
-#: Points per chunk when one process does the whole sweep (rows are rendered as they come).
-_SERIAL_CHUNK = 256
 
 
-def _work(bounds: tuple[int, int]) -> Any:
+def _work(block: tuple[tuple[Any, ...], int]) -> Any:
     job = _JOB
-    combos = list(_combos(job["values"], bounds[0], bounds[1]))
-    return job["render"](_rows(job["variants"], job["engine"], job["keys"], combos))
+    return job["render"](_block_rows(job["variants"], job["engine"], job["keys"], job["axes"], block))
 
 
-def _rows(
-    variants: _Variants, engine: Engine, keys: tuple[str, ...], combos: Sequence[tuple[Any, ...]]
+def _block_rows(
+    variants: _Variants,
+    engine: Engine,
+    keys: tuple[str, ...],
+    axes: Sequence[Axis],
+    block: tuple[tuple[Any, ...], int],
 ) -> list[TableRow]:
-    rows = _table(variants, engine, keys, combos)
-    return [(combo, values, error) for combo, (values, error) in zip(combos, rows)]
-
-
-def _table(
-    variants: _Variants, engine: Engine, keys: tuple[str, ...], combos: Iterable[tuple[Any, ...]]
-) -> Iterator[tuple[tuple[Any, ...], str | None]]:
-    """(values of ``keys``, error) per point; the engine runs only what ``keys`` need."""
+    """A block's rows: (the axes' values, the keys' values, error), in sweep order."""
     nothing = (None,) * len(keys)
-    for combo in combos:
-        resolved = variants.resolved(combo)
-        if isinstance(resolved, str):
-            yield nothing, resolved
+    tables: dict[int, list[tuple[Any, ...]]] = {}
+    rows: list[TableRow] = []
+    for combo, found in _block_points(variants, engine, keys, axes, block):
+        if isinstance(found, str):
+            rows.append((combo, nothing, found))
             continue
-        values = engine.run(resolved, keys).values
-        yield tuple([None if (found := values.get(k)) is None else found.value for k in keys]), None
+        group, i = found
+        table = tables.get(id(group))
+        if table is None:
+            table = tables[id(group)] = group.table(keys)
+        rows.append((combo, table[i], None))
+    return rows
 
 
 class _Variants:
