@@ -129,12 +129,12 @@ def test_sweep_csv_and_json_write_non_finite_as_empty_and_null(capsys: pytest.Ca
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.engine import sweep
 
-    original = sweep._block_rows
+    original = sweep._rows_of
 
     def with_nan(*args: Any, **kwargs: Any):  # type: ignore[no-untyped-def]
         return [(combo, (math.nan, *values[1:]), error) for combo, values, error in original(*args, **kwargs)]
 
-    monkeypatch.setattr(sweep, "_block_rows", with_nan)
+    monkeypatch.setattr(sweep, "_rows_of", with_nan)
     code, out, err = run_cli(capsys, "sweep", *BASE, "--vary", "batch=1,2", "--keys", "memory.per_gpu.total,memory.fits",
                              "--format", "csv")
     assert code == 0, err

@@ -237,7 +237,8 @@ def test_parallel_sweep_matches_the_serial_reference(
 ) -> None:
     from workbench.engine import sweep
 
-    monkeypatch.setattr(sweep, "BLOCK_POINTS", 7)  # many blocks: the workers share them
+    monkeypatch.setattr(sweep, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(sweep, "BLOCK_POINTS", 50)  # several blocks, each spread over the workers
     rows = _sweep(spec, workers=2)
     want = reference["sweeps"]["inference" if spec is INFERENCE_SWEEP else "training"]
     assert len(rows) == len(want)

@@ -141,6 +141,64 @@ def _blocks(axes: Sequence[Axis]) -> Iterator[tuple[tuple[Any, ...], int]]:
         yield prefix, first
 
 
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A block laid out for evaluation: its groups (one per combination of the trailing axes that
+    are not point fields) and the point arrays every group shares."""
+
+    prefix: tuple[Any, ...]
+    trailing: tuple[Axis, ...]
+    point_at: tuple[int, ...]
+    other_at: tuple[int, ...]
+    point_combos: tuple[tuple[Any, ...], ...]
+    arrays: dict[str, list[Any]]
+    groups: int
+
+    @classmethod
+    def of(cls, axes: Sequence[Axis], block: tuple[tuple[Any, ...], int]) -> _Block:
+        prefix, first = block
+        trailing = tuple(axes[first:])
+        point_at = tuple(i for i, axis in enumerate(trailing) if axis.path in POINT_FIELDS)
+        other_at = tuple(i for i, axis in enumerate(trailing) if axis.path not in POINT_FIELDS)
+        point_combos = tuple(itertools.product(*(trailing[i].values for i in point_at)))
+        arrays: dict[str, list[Any]] = {}
+        for j, i in enumerate(point_at):
+            # later axes of the same field win, as they do in a scenario built from the combo
+            arrays[trailing[i].path] = [combo[j] for combo in point_combos]
+        groups = math.prod(len(trailing[i].values) for i in other_at)
+        return cls(prefix, trailing, point_at, other_at, point_combos, arrays, groups)
+
+    def group_combos(self, lo: int, hi: int) -> Iterator[tuple[Any, ...]]:
+        """The full combos (prefix included, first point's values) of groups ``lo`` to ``hi``."""
+        others = itertools.islice(itertools.product(*(self.trailing[i].values for i in self.other_at)), lo, hi)
+        for values in others:
+            combo: list[Any] = [None] * len(self.trailing)
+            for i, value in zip(self.other_at, values):
+                combo[i] = value
+            for i, value in zip(self.point_at, self.point_combos[0]):
+                combo[i] = value
+            yield self.prefix + tuple(combo)
+
+    def in_sweep_order(self, results: Sequence[Any]) -> list[tuple[tuple[Any, ...], Any]]:
+        """(combo, result) per point in sweep order, from results listed group by group."""
+        sizes = [len(axis.values) for axis in self.trailing]
+        order = np.arange(math.prod(sizes)).reshape(sizes).transpose(self.other_at + self.point_at).reshape(-1)
+        where = np.empty_like(order)
+        where[order] = np.arange(order.size)
+        combos = itertools.product(*(axis.values for axis in self.trailing))
+        return [(self.prefix + combo, results[k]) for combo, k in zip(combos, where.tolist())]
+
+
+def _groups(
+    variants: _Variants, engine: Engine, keys: tuple[str, ...] | None, block: _Block, lo: int, hi: int
+) -> Iterator[GroupEstimate | str]:
+    """Groups ``lo`` to ``hi`` of a block estimated (or the reason each cannot run)."""
+    arrays = block.arrays if block.point_at else None
+    for combo in block.group_combos(lo, hi):
+        resolved = variants.resolved(combo)
+        yield resolved if isinstance(resolved, str) else engine.run_points(resolved, arrays, keys)
+
+
 def _block_points(
     variants: _Variants,
     engine: Engine,
@@ -150,36 +208,12 @@ def _block_points(
 ) -> list[tuple[tuple[Any, ...], tuple[GroupEstimate, int] | str]]:
     """Every point of a block in sweep order: its combo, and its group and index (or the reason
     it cannot run). Points that differ only in :data:`POINT_FIELDS` axes share one engine call."""
-    prefix, first = block
-    trailing = axes[first:]
-    point_at = [i for i, axis in enumerate(trailing) if axis.path in POINT_FIELDS]
-    other_at = [i for i, axis in enumerate(trailing) if axis.path not in POINT_FIELDS]
-    sizes = [len(axis.values) for axis in trailing]
-    point_values = [trailing[i].values for i in point_at]
-    point_combos = list(itertools.product(*point_values))
-    arrays = {}
-    for j, i in enumerate(point_at):
-        # later axes of the same field win, as they do in a scenario built from the combo
-        arrays[trailing[i].path] = [combo[j] for combo in point_combos]
+    laid = _Block.of(axes, block)
+    size = len(laid.point_combos)
     results: list[tuple[GroupEstimate, int] | str] = []
-    for others in itertools.product(*(trailing[i].values for i in other_at)):
-        combo = [None] * len(trailing)
-        for i, value in zip(other_at, others):
-            combo[i] = value
-        for i, value in zip(point_at, point_combos[0]):
-            combo[i] = value
-        resolved = variants.resolved(prefix + tuple(combo))
-        if isinstance(resolved, str):
-            results.extend([resolved] * len(point_combos))
-            continue
-        group = engine.run_points(resolved, arrays if point_at else None, keys)
-        results.extend((group, k) for k in range(len(point_combos)))
-    # results are grouped (other axes outer, point axes inner); the sweep's order interleaves them
-    order = np.arange(math.prod(sizes)).reshape(sizes).transpose(other_at + point_at).reshape(-1)
-    where = np.empty_like(order)
-    where[order] = np.arange(order.size)
-    combos = itertools.product(*(axis.values for axis in trailing))
-    return [(prefix + combo, results[k]) for combo, k in zip(combos, where.tolist())]
+    for group in _groups(variants, engine, keys, laid, 0, laid.groups):
+        results.extend([group] * size if isinstance(group, str) else [(group, k) for k in range(size)])
+    return laid.in_sweep_order(results)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,69 +268,70 @@ def sweep_chunks(
     render: Callable[[list[TableRow]], T],
     workers: int | None = None,
 ) -> Iterator[T]:
-    """The points in consecutive chunks, each handed to ``render`` (a list of :data:`TableRow`),
-    in order. The CLI renders CSV text, so big sweeps ship text between processes, not rows.
+    """The points in consecutive chunks (a block each), each handed to ``render`` (a list of
+    :data:`TableRow`), in order.
 
     The sweep is cut into blocks of its trailing axes (:func:`_blocks`); in each block the points
     that differ only in batch size and lengths are one point group, estimated in one engine call
-    per estimator. Sweeps of many blocks use every core: worker processes are forked after the
-    first block is estimated here (plugins, catalogs and per-model caches warm in all of them),
-    each renders whole blocks, and the blocks come back in order.
+    per array estimator. Big sweeps spread the groups of each block over every core: worker
+    processes are forked once, after the first group is estimated here (plugins, catalogs and
+    per-model caches warm in all of them), and send back plain tables.
     """
-    check_sweep_size(axes)
+    total = check_sweep_size(axes)
     keys = tuple(keys)
     variants = _Variants(base, axes, resolve)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    blocks = _blocks(axes)
-    first = next(blocks, None)
-    if first is None:
-        return
-    yield render(_block_rows(variants, engine, keys, axes, first))
-    remaining = math.prod(len(axis.values) for axis in axes[: first[1]]) - 1
-    if workers < 2 or remaining < 2 or "fork" not in mp.get_all_start_methods():
-        for block in blocks:
-            yield render(_block_rows(variants, engine, keys, axes, block))
-        return
-    _JOB.update(variants=variants, engine=engine, keys=keys, axes=axes, render=render)
-    gc.collect()
-    gc.freeze()  # the workers inherit a heap the collector no longer walks (fewer copied pages too)
+    parallel = workers > 1 and total >= PARALLEL_THRESHOLD and "fork" in mp.get_all_start_methods()
+    pool = None
     try:
-        with mp.get_context("fork").Pool(workers) as pool:
-            yield from pool.imap(_work, blocks)
+        for block in _blocks(axes):
+            laid = _Block.of(axes, block)
+            if parallel and pool is None and laid.groups > 1:
+                next(_groups(variants, engine, keys, laid, 0, 1))  # warm before forking
+                _JOB.update(variants=variants, engine=engine, keys=keys)
+                gc.collect()
+                gc.freeze()  # the workers inherit a heap the collector no longer walks
+                pool = mp.get_context("fork").Pool(workers)
+            if pool is not None and laid.groups > 1:
+                step = max(1, -(-laid.groups // (workers * 4)))
+                spans = [(laid, lo, min(lo + step, laid.groups)) for lo in range(0, laid.groups, step)]
+                tables = [t for part in pool.imap(_work, spans) for t in part]
+            else:
+                tables = [_table_of(group, keys) for group in _groups(variants, engine, keys, laid, 0, laid.groups)]
+            yield render(_rows_of(laid, tables, len(keys)))
     finally:
-        _JOB.clear()
-        gc.unfreeze()
+        if pool is not None:
+            pool.terminate()
+            _JOB.clear()
+            gc.unfreeze()
 
 
 T = TypeVar("T")
+#: Below this many points one process is faster than starting workers.
+PARALLEL_THRESHOLD = 2000
 
 
-def _work(block: tuple[tuple[Any, ...], int]) -> Any:
+def _table_of(group: GroupEstimate | str, keys: tuple[str, ...]) -> list[tuple[Any, ...]] | str:
+    return group if isinstance(group, str) else group.table(keys)
+
+
+def _work(span: tuple[_Block, int, int]) -> list[list[tuple[Any, ...]] | str]:
     job = _JOB
-    return job["render"](_block_rows(job["variants"], job["engine"], job["keys"], job["axes"], block))
+    laid, lo, hi = span
+    return [_table_of(group, job["keys"]) for group in _groups(job["variants"], job["engine"], job["keys"], laid, lo, hi)]
 
 
-def _block_rows(
-    variants: _Variants,
-    engine: Engine,
-    keys: tuple[str, ...],
-    axes: Sequence[Axis],
-    block: tuple[tuple[Any, ...], int],
-) -> list[TableRow]:
-    """A block's rows: (the axes' values, the keys' values, error), in sweep order."""
-    nothing = (None,) * len(keys)
-    tables: dict[int, list[tuple[Any, ...]]] = {}
-    rows: list[TableRow] = []
-    for combo, found in _block_points(variants, engine, keys, axes, block):
-        if isinstance(found, str):
-            rows.append((combo, nothing, found))
-            continue
-        group, i = found
-        table = tables.get(id(group))
-        if table is None:
-            table = tables[id(group)] = group.table(keys)
-        rows.append((combo, table[i], None))
-    return rows
+def _rows_of(laid: _Block, tables: Sequence[list[tuple[Any, ...]] | str], width: int) -> list[TableRow]:
+    """A block's rows in sweep order from its groups' tables (or errors), listed group by group."""
+    nothing = (None,) * width
+    size = len(laid.point_combos)
+    flat: list[tuple[tuple[Any, ...], str | None]] = []
+    for table in tables:
+        if isinstance(table, str):
+            flat.extend([(nothing, table)] * size)
+        else:
+            flat.extend((values, None) for values in table)
+    return [(combo, values, error) for combo, (values, error) in laid.in_sweep_order(flat)]
 
 
 class _Variants:
