@@ -247,3 +247,23 @@ def test_cheapest_matches_brute_force_over_candidates(eng) -> None:  # type: ign
     priced = {k: x.estimate.get("cost.usd_per_million_tokens") for k, x in brute.items() if x is not None}
     assert found.recommendation is not None
     assert found.recommendation.candidate.accelerator == min(priced, key=priced.get)
+
+
+@pytest.mark.parametrize("upper", [1, 2, 3, 64, 65, 1000, 1 << 20])
+def test_the_grouped_search_finds_the_end_of_any_good_range(upper: int) -> None:
+    """``largest_good`` (the rounds of point groups behind max-batch, max-context and the TPOT
+    searches) returns the last good value for every threshold, as a one-by-one bisection would."""
+    from workbench.api import make_scenario, resolve
+    from workbench.engine.solvers import largest_good
+    from workbench.pluginhost import default_engine
+
+    engine = default_engine()
+    resolved = resolve(make_scenario(model="llama-3.1-8b", gpu="h100-sxm"))
+    for threshold in sorted({0, 1, 2, 3, 5, 63, 64, 65, 127, 999, 1000, 1001, 777_777, upper - 1, upper, upper + 5}):
+
+        def good(group, i, threshold=threshold):  # type: ignore[no-untyped-def]
+            return group.resolved(i).scenario.batch_size <= threshold
+
+        found = largest_good(engine, resolved, "batch_size", upper, ("kv_cache.bytes",), good)
+        want = None if threshold < 1 else min(threshold, upper)
+        assert found == want, (threshold, upper)

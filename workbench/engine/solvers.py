@@ -11,6 +11,7 @@ from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
+from workbench.engine.points_estimate import GroupEstimate
 from workbench.engine.variations import with_fields
 
 #: The largest job the sizing searches consider (min-gpus, cheapest, train-in). Scenarios may
@@ -122,30 +123,48 @@ def largest_fitting(
     if field not in ("batch_size", "seq_len"):
         raise ValueError("largest_fitting solves for batch_size or seq_len")
     upper = SEARCH_LIMITS[field] if upper is None else upper
-    base = resolved.scenario
-
-    def probe(value: int) -> tuple[bool, Estimate]:
-        return _fits(engine, resolved, with_fields(base, {field: value}))
-
-    ok, estimate = probe(1)
-    if not ok:
+    found = largest_good(engine, resolved, field, upper, ("memory.fits",), lambda g, i: bool(g.get(i, "memory.fits")))
+    if found is None:
         return None
-    lo, best = 1, estimate
-    hi = 2
-    while hi <= upper:
-        ok, estimate = probe(hi)
-        if not ok:
-            break
-        lo, best, hi = hi, estimate, hi * 2
-    hi = min(hi, upper + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        ok, estimate = probe(mid)
-        if ok:
-            lo, best = mid, estimate
+    return found, engine.run(resolved.with_scenario(with_fields(resolved.scenario, {field: found})))
+
+
+#: Values one round of :func:`largest_good` estimates together (one point group).
+SEARCH_ROUND = 64
+
+
+def largest_good(
+    engine: Engine,
+    resolved: ResolvedScenario,
+    field: str,
+    upper: int,
+    wanted: tuple[str, ...],
+    good: Callable[[GroupEstimate, int], bool],
+) -> int | None:
+    """The largest value of the point field ``field`` in 1..``upper`` for which ``good`` holds,
+    when it holds for every value below that one and for none above (None: not even for 1).
+
+    Each round is one point group: first 1, 2, 4, ... up to ``upper``; then up to
+    :data:`SEARCH_ROUND` evenly spread values between the last good and the first bad one, until
+    they are neighbours. A million batch sizes take four engine calls, not forty.
+    """
+    candidates = [1 << k for k in range(upper.bit_length()) if 1 << k <= upper]
+    lo, hi = 0, upper + 1
+    while candidates:
+        group = engine.run_points(resolved, {field: candidates}, wanted)
+        first_bad = next((i for i in range(len(candidates)) if not good(group, i)), len(candidates))
+        if first_bad:
+            lo = candidates[first_bad - 1]
+        if first_bad < len(candidates):
+            hi = candidates[first_bad]
+        if lo == 0:
+            return None
+        inside = hi - lo - 1
+        if inside <= SEARCH_ROUND:
+            candidates = list(range(lo + 1, hi))
         else:
-            hi = mid
-    return lo, best
+            candidates = sorted({lo + (inside + 1) * k // (SEARCH_ROUND + 1) for k in range(1, SEARCH_ROUND + 1)})
+    return lo
 
 
 # --- sizing searches for comparisons and inverse questions ----------------------------------------
@@ -470,30 +489,13 @@ def largest_under_tpot(
         raise ValueError("TPOT applies to inference scenarios")
     if max_tpot_s <= 0:
         raise ValueError("the TPOT target must be positive")
-    base = resolved.scenario
     wanted = ("memory.fits", "performance.tpot_s")
 
-    def probe(value: int) -> tuple[bool, Estimate]:
-        estimate = engine.run(resolved.with_scenario(with_fields(base, {field: value})), wanted)
-        tpot = estimate.get("performance.tpot_s")
-        ok = bool(estimate.get("memory.fits")) and isinstance(tpot, (int, float)) and tpot <= max_tpot_s
-        return ok, estimate
+    def good(group: GroupEstimate, i: int) -> bool:
+        tpot = group.get(i, "performance.tpot_s")
+        return bool(group.get(i, "memory.fits")) and isinstance(tpot, (int, float)) and tpot <= max_tpot_s
 
-    ok, estimate = probe(1)
-    if not ok:
+    found = largest_good(engine, resolved, field, upper, wanted, good)
+    if found is None:
         return None
-    lo, best, hi = 1, estimate, 2
-    while hi <= upper:
-        ok, estimate = probe(hi)
-        if not ok:
-            break
-        lo, best, hi = hi, estimate, hi * 2
-    hi = min(hi, upper + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        ok, estimate = probe(mid)
-        if ok:
-            lo, best = mid, estimate
-        else:
-            hi = mid
-    return lo, best
+    return found, engine.run(resolved.with_scenario(with_fields(resolved.scenario, {field: found})), wanted)
