@@ -119,3 +119,69 @@ def test_the_testing_example_runs(installed: dict[str, object]) -> None:
                           env=installed["env"], capture_output=True, text=True, timeout=120)  # type: ignore[arg-type]
     assert done.returncode == 0, done.stderr
     assert "hello-margin" in done.stdout
+
+
+def _array_example() -> type:
+    """The guide's array estimator, executed as written."""
+    code = next(block for block in re.findall(r"```python\n(.*?)```", GUIDE, re.S) if "estimate_points" in block)
+    namespace: dict[str, object] = {}
+    exec(compile(code, "docs/plugins.md", "exec"), namespace)  # noqa: S102 - our own guide's example
+    return namespace["TokensInFlight"]  # type: ignore[return-value]
+
+
+def test_the_array_estimator_example_runs_guarded_on_groups_and_single_points() -> None:
+    from workbench.api import make_scenario, resolve
+    from workbench.engine.pipeline import Engine
+    from workbench.pluginhost import PluginHost
+    from workbench.pluginhost.guarded import GuardedArrayEstimator, PluginState
+    from workbench.pluginhost.host import _checked_estimator
+
+    faults: list[str] = []
+    wrapped = _checked_estimator(_array_example()(), PluginState("hello", lambda name, why: faults.append(why)))
+    assert isinstance(wrapped, GuardedArrayEstimator)
+    engine = Engine([*PluginHost(entry_point_group=None).registry.estimators, wrapped])
+    resolved = resolve(make_scenario(model="llama-3.1-8b", gpu="l4"))
+    points = {"batch_size": [1, 64, 256], "seq_len": [128, 8192, 32768], "gen_len": [0, 256, 1024]}
+    group = engine.run_points(resolved, points)
+    for i in range(3):
+        alone = group.estimate(i)
+        tokens = points["batch_size"][i] * (points["seq_len"][i] + points["gen_len"][i])
+        assert alone.get("hello.tokens_in_flight") == tokens and type(alone.get("hello.tokens_in_flight")) is int
+        assert alone.values["hello.tokens_in_flight"].formula.endswith(f"= {tokens:,}")
+        per_token = alone.get("kv_cache.bytes_per_token")
+        big = [w for w in alone.warnings if w.code == "hello.big-cache"]
+        assert bool(big) == (tokens * per_token > 0.5 * resolved.cluster.accelerator.memory_bytes)
+    codes = [[w.code for w in group.point_warnings(i)] for i in (0, 2)]
+    assert "hello.big-cache" not in codes[0] and "hello.big-cache" in codes[1]
+    assert faults == []
+
+
+def test_an_array_estimator_returning_bad_columns_fails_alone() -> None:
+    """NaN, a wrong length or a non-Column value is that estimator's failure; the rest still run."""
+    import numpy as np
+
+    from workbench.api import make_scenario, resolve
+    from workbench.engine.pipeline import Engine
+    from workbench.engine.points import PointOutputs, col
+    from workbench.pluginhost import PluginHost
+    from workbench.pluginhost.guarded import PluginState
+    from workbench.pluginhost.host import _checked_estimator
+
+    example = _array_example()
+    bad_outputs = {
+        "not finite": lambda ctx: PointOutputs({"hello.tokens_in_flight": col(np.full(ctx.n, np.nan))}),
+        "values of shape": lambda ctx: PointOutputs({"hello.tokens_in_flight": col(np.zeros(ctx.n + 1))}),
+        "not a Column": lambda ctx: PointOutputs({"hello.tokens_in_flight": 3}),
+    }
+    resolved = resolve(make_scenario(model="llama-3.1-8b", gpu="l4"))
+    for message, bad in bad_outputs.items():
+        estimator = example()
+        estimator.estimate_points = bad
+        wrapped = _checked_estimator(estimator, PluginState("hello", lambda name, why: None))
+        engine = Engine([*PluginHost(entry_point_group=None).registry.estimators, wrapped])
+        group = engine.run_points(resolved, {"batch_size": [1, 2]})
+        for i in range(2):
+            estimate = group.estimate(i)
+            assert [f.estimator for f in estimate.failures] == ["hello.tokens-in-flight"], message
+            assert message in estimate.failures[0].message
+            assert estimate.get("memory.fits") is True and "hello.tokens_in_flight" not in estimate
