@@ -85,6 +85,68 @@ print(json.dumps({"us_per_estimate": best / n * 1e6, "weights_bytes": out["weigh
 """
 
 
+#: Sweep marginal cost: the same configurations through each tool, Llama-2-7B serving on one H100:
+#: batch 1..16 x prompts of 16, 32, ... tokens (point i: batch 1 + i % 16, prompt 16 x (1 + i // 16);
+#: all fit, since llm-analysis refuses a configuration that does not). Ours as one point group per
+#: sweep, theirs one call per configuration. Marginal = (time of 4,096 - time of 256) / 3,840.
+SWEEP_SIZES = (256, 4096)
+#: Our key sets: what the array estimators compute (memory, KV, FLOPs, roofline, cost inputs),
+#: and every key (the performance estimator is still scalar: it runs point by point).
+SWEEP_KEYS = {
+    "memory_kv_flops": ["memory.per_gpu.total", "memory.fits", "kv_cache.bytes", "flops.forward", "roofline.bound",
+                        "memory.per_gpu.weights", "memory.per_gpu.kv_cache"],
+    "all_keys": None,
+}
+OUR_SWEEP = """
+import json, sys, time
+from workbench.api import make_scenario, resolve
+from workbench.pluginhost import default_engine
+fields, sizes, keysets, rounds = (json.loads(a) for a in sys.argv[1:5])
+engine = default_engine()
+resolved = resolve(make_scenario(**fields))
+def points(n):
+    return {"batch_size": [1 + i % 16 for i in range(n)], "seq_len": [16 * (1 + i // 16) for i in range(n)]}
+out = {}
+for name, keys in keysets.items():
+    times = {}
+    for n in sizes:
+        p = points(n)
+        engine.run_points(resolved, p, keys)
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            engine.run_points(resolved, p, keys)
+            best = min(best, time.perf_counter() - start)
+        times[n] = best
+    small, big = sizes
+    out[name] = {"marginal_us_per_config": (times[big] - times[small]) / (big - small) * 1e6,
+                 "us_per_config_at_%d" % big: times[big] / big * 1e6}
+print(json.dumps(out))
+"""
+THEIR_SWEEP = """
+import json, logging, sys, time
+from llm_analysis.analysis import LLMAnalysis
+from llm_analysis.config import (ParallelismConfig, get_dtype_config_by_name, get_gpu_config_by_name,
+                                 get_model_config_by_name)
+from llm_analysis.logger import logger
+logger.setLevel(logging.WARNING)
+cfg, sizes, rounds = (json.loads(a) for a in sys.argv[1:4])
+analysis = LLMAnalysis(get_model_config_by_name(cfg["model"]), get_gpu_config_by_name(cfg["gpu"]),
+                       get_dtype_config_by_name(cfg["dtype"]), ParallelismConfig(tp_size=1))
+times = {}
+for n in sizes:
+    configs = [(1 + i % 16, 16 * (1 + i // 16)) for i in range(n)]
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for batch, seq in configs:
+            analysis.inference(batch_size_per_gpu=batch, seq_len=seq, num_tokens_to_generate=cfg["num_tokens_to_generate"])
+        best = min(best, time.perf_counter() - start)
+    times[n] = best
+small, big = sizes
+print(json.dumps({"marginal_us_per_config": (times[big] - times[small]) / (big - small) * 1e6}))
+"""
+
 #: Arguments per benchmark script (others run with none): enough GUI samples for a p95 in ~10 s.
 ARGS: dict[str, tuple[str, ...]] = {"bench_gui.py": ("--edits", "60", "--launches", "3")}
 
@@ -142,7 +204,32 @@ def compare_llm_analysis(venv: Path) -> dict[str, Any]:
         if done.returncode != 0:
             return {"failed": f"{name}: {done.stderr.strip()[-500:]}"}
         runs[name] = _json_from(done.stdout)
+    sweep_args = [json.dumps(list(SWEEP_SIZES))]
+    for name, command in (
+        ("ours_sweep", [sys.executable, "-c", textwrap.dedent(OUR_SWEEP), json.dumps(OURS), *sweep_args,
+                        json.dumps(SWEEP_KEYS), "3"]),
+        ("theirs_sweep", [str(theirs_python), "-c", textwrap.dedent(THEIR_SWEEP), json.dumps(THEIRS), *sweep_args,
+                          "3"]),
+    ):
+        done = subprocess.run(command, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            return {"failed": f"{name}: {done.stderr.strip()[-500:]}"}
+        runs[name] = _json_from(done.stdout)
     ours, theirs = runs["ours"], runs["llm_analysis"]
+    their_marginal = runs["theirs_sweep"]["marginal_us_per_config"]
+    sweep = {
+        "configurations": "batch 1..16 x prompts 16..4096 tokens in steps of 16, generate 256; marginal = "
+                          "(time of 4,096 configurations - time of 256) / 3,840",
+        "llm_analysis_marginal_us_per_config": round(their_marginal, 2),
+        **{
+            f"ours_{name}_marginal_us_per_config": round(found["marginal_us_per_config"], 2)
+            for name, found in runs["ours_sweep"].items()
+        },
+        **{
+            f"llm_analysis_over_ours_{name}": round(their_marginal / found["marginal_us_per_config"], 1)
+            for name, found in runs["ours_sweep"].items()
+        },
+    }
 
     def pair(key: str, scale: float) -> list[float]:
         return [round(ours[key] * scale, 2), round(theirs[key] * scale, 2)]
@@ -157,6 +244,7 @@ def compare_llm_analysis(venv: Path) -> dict[str, Any]:
         "ours_us_per_estimate": round(ours["us_per_estimate"], 1),
         "llm_analysis_us_per_estimate": round(theirs["us_per_estimate"], 1),
         "ours_over_theirs_time_ratio": round(ours["us_per_estimate"] / theirs["us_per_estimate"], 2),
+        "sweep_marginal": sweep,
         "what_each_computes": "ours: every first-party estimator (memory stack, FLOPs, roofline, speed, "
                               "communication, cost) with explanations; llm-analysis: inference() summary "
                               "(memory, latency, throughput)",
@@ -217,6 +305,7 @@ def run_all(bench_venv: Path, compare: bool) -> dict[str, Any]:
         "compare_view_update_ms_worst_p95": _pick(results.get("bench_compare_view", {}),
                                                   "worst_scenario_edit_p95_ms"),
         "ours_over_llm_analysis_time_ratio": comparison.get("ours_over_theirs_time_ratio"),
+        "sweep_marginal_us_per_config": _pick(comparison, "sweep_marginal"),
     }
     return {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
