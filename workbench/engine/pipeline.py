@@ -18,6 +18,7 @@ from workbench.engine.estimate import Estimate
 from workbench.engine.points import (
     POINT_FIELDS,
     Column,
+    GroupResults,
     PointsContext,
     PointValues,
     PointWarning,
@@ -226,7 +227,7 @@ class Engine:
         if overrides:
             overrides, refused = self._usable_overrides(overrides)
         assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
-        columns: dict[str, Column] = {}
+        columns = GroupResults(n)
         steps, needed = self._steps_for(wanted)
         model = resolved.model
         group = PointsEstimate(resolved, given, n, columns, assumptions)
@@ -245,7 +246,7 @@ class Engine:
         failed_keys: set[str] = set()
         point_scenarios: list[Scenario] | None = None
         for est, needs, produces in steps:
-            if needs and not columns.keys() >= needs:
+            if needs and not columns.has_all(needs):
                 info = est.info
                 blocked = next(k for k in info.needs if k in needs and k not in columns)
                 reason = "failed" if blocked in failed_keys else "was not produced"
@@ -256,7 +257,7 @@ class Engine:
                 if is_array_estimator(est):
                     out = est.estimate_points(ctx)  # type: ignore[attr-defined]
                     self._check_columns(est.info.id, produces, out.values, n)
-                    columns.update(out.values)
+                    columns.add_columns(out.values)
                     warnings.extend(out.warnings)
                     continue
                 if point_scenarios is None:
@@ -272,7 +273,7 @@ class Engine:
                 group.failures.append(EstimatorFailure(est.info.id, message))
                 failed_keys.update(produces)
                 continue
-            columns.update(made)
+            columns.add_points(made)
             if any(point_warnings):
                 warnings.append(PerPointWarnings(point_warnings))
         for problem in refused:
@@ -297,28 +298,22 @@ class Engine:
         scenarios: list[Scenario],
         params: ParameterCount,
         assumptions: AssumptionSet,
-        columns: dict[str, Column],
+        columns: GroupResults,
         needed: frozenset[str] | None,
-    ) -> tuple[dict[str, Column], list[list[Warning]]]:
-        """A scalar estimator over the group, point by point; its quantities become columns."""
-        per_key: dict[str, list[Quantity]] = {}
+    ) -> tuple[list[dict[str, Quantity]], list[list[Warning]]]:
+        """A scalar estimator over the group, point by point: its outputs, one dict per point."""
+        outputs: list[dict[str, Quantity]] = []
         warnings: list[list[Warning]] = []
-        keys: frozenset[str] | None = None
         for i, scenario in enumerate(scenarios):
             ctx = EstimateContext(scenario, resolved.model, resolved.cluster, params, assumptions,
                                   PointValues(columns, i), needed)  # type: ignore[arg-type]  # fmt: skip
             out = est.estimate(ctx)
             self._check_outputs(est.info.id, produces, out.values)
-            if keys is None:
-                keys = frozenset(out.values)
-                for key in out.values:
-                    per_key[key] = []
-            elif out.values.keys() != keys:
+            if outputs and out.values.keys() != outputs[0].keys():
                 raise TypeError(f"{est.info.id} returned different keys for points of one group")
-            for key, quantity in out.values.items():
-                per_key[key].append(quantity)
+            outputs.append(out.values)
             warnings.append(out.warnings)
-        return {key: Column.of_quantities(qs) for key, qs in per_key.items()}, warnings
+        return outputs, warnings
 
     @staticmethod
     def _check_columns(ident: str, produces: frozenset[str], values: dict[str, Column], n: int) -> None:

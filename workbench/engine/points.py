@@ -230,7 +230,7 @@ class PointsContext:
     assumptions: AssumptionSet
     points: dict[str, np.ndarray]
     n: int
-    values: dict[str, Column] = field(default_factory=dict)
+    values: GroupResults
     wanted: frozenset[str] | None = None
 
     @property
@@ -263,28 +263,114 @@ def is_array_estimator(estimator: object) -> bool:
     return callable(getattr(estimator, "estimate_points", None))
 
 
+class GroupResults(Mapping[str, Column]):
+    """Every result of a point group so far, in the order estimators produced them.
+
+    Array estimators add columns; a scalar estimator adds its outputs point by point (one dict of
+    quantities per point), kept as they came: a single estimate (a group of one) then costs no
+    more than the scalar protocol did, and a column view of such a key is built only when an array
+    estimator reads it.
+    """
+
+    __slots__ = ("n", "_columns", "_scalar", "_segments", "_views")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._columns: dict[str, Column] = {}
+        self._scalar: dict[str, Sequence[Mapping[str, Quantity]]] = {}
+        self._segments: list[dict[str, Column] | Sequence[Mapping[str, Quantity]]] = []
+        self._views: dict[str, Column] = {}
+
+    def add_columns(self, columns: dict[str, Column]) -> None:
+        self._columns.update(columns)
+        self._segments.append(columns)
+
+    def add_points(self, outputs: Sequence[Mapping[str, Quantity]]) -> None:
+        """A scalar estimator's outputs, one mapping per point, all with the same keys."""
+        for key in outputs[0]:
+            self._scalar[key] = outputs
+        self._segments.append(outputs)
+
+    def __getitem__(self, key: str) -> Column:
+        column = self._columns.get(key)
+        if column is not None:
+            return column
+        view = self._views.get(key)
+        if view is None:
+            outputs = self._scalar[key]
+            view = self._views[key] = QuantityColumn([out[key] for out in outputs])
+        return view
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._columns or key in self._scalar
+
+    def __iter__(self) -> Iterator[str]:
+        for segment in self._segments:
+            yield from (segment if isinstance(segment, dict) else segment[0])
+
+    def __len__(self) -> int:
+        return len(self._columns) + len(self._scalar)
+
+    def has_all(self, keys: frozenset[str]) -> bool:
+        columns, scalar = self._columns, self._scalar
+        return all(key in columns or key in scalar for key in keys)
+
+    def quantity(self, key: str, i: int) -> Quantity:
+        column = self._columns.get(key)
+        return column.quantity(i) if column is not None else self._scalar[key][i][key]
+
+    def value(self, key: str, i: int) -> Value:
+        column = self._columns.get(key)
+        if column is not None:
+            return column.value(i)
+        outputs = self._scalar.get(key)
+        return None if outputs is None else outputs[i][key].value
+
+    def values_list(self, key: str) -> list[Value]:
+        """Every point's value of ``key`` as Python values (``KeyError`` when missing)."""
+        column = self._columns.get(key)
+        if column is None:
+            return [out[key].value for out in self._scalar[key]]
+        if column._quantities is not None:
+            return [q.value for q in column._quantities]
+        if isinstance(column.values, np.ndarray):
+            return column.values.tolist()  # Python int / float / bool, as .item() gives
+        return [column.values] * self.n
+
+    def point(self, i: int) -> dict[str, Quantity]:
+        """Point ``i``'s quantities, in the order they were produced (formulas still lazy)."""
+        values: dict[str, Quantity] = {}
+        for segment in self._segments:
+            if isinstance(segment, dict):
+                for key, column in segment.items():
+                    values[key] = column.quantity(i)
+            else:
+                values.update(segment[i])
+        return values
+
+
 class PointValues(Mapping[str, Quantity]):
     """The scalar protocol's ``ctx.values`` for point ``i`` of a group, built key by key on demand,
     so a scalar estimator run point by point pays only for the keys it reads."""
 
-    __slots__ = ("_columns", "_i", "_made")
+    __slots__ = ("_results", "_i", "_made")
 
-    def __init__(self, columns: dict[str, Column], i: int) -> None:
-        self._columns = columns
+    def __init__(self, results: GroupResults, i: int) -> None:
+        self._results = results
         self._i = i
         self._made: dict[str, Quantity] = {}
 
     def __getitem__(self, key: str) -> Quantity:
         made = self._made.get(key)
         if made is None:
-            made = self._made[key] = self._columns[key].quantity(self._i)
+            made = self._made[key] = self._results.quantity(key, self._i)
         return made
 
     def __contains__(self, key: object) -> bool:
-        return key in self._columns
+        return key in self._results
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._columns)
+        return iter(self._results)
 
     def __len__(self) -> int:
-        return len(self._columns)
+        return len(self._results)

@@ -12,7 +12,7 @@ import numpy as np
 from workbench.core.resolved import ResolvedScenario
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.estimate import Estimate
-from workbench.engine.points import Column, PointWarning
+from workbench.engine.points import GroupResults, PointWarning
 from workbench.engine.quantity import EstimatorFailure, Value, Warning
 
 
@@ -34,7 +34,7 @@ class PointsEstimate:
     base: ResolvedScenario
     points: dict[str, np.ndarray]
     n: int
-    columns: dict[str, Column]
+    columns: GroupResults
     assumptions: AssumptionSet
     warnings: list[PointWarning | PerPointWarnings] = field(default_factory=list)
     failures: list[EstimatorFailure] = field(default_factory=list)
@@ -52,32 +52,21 @@ class PointsEstimate:
         return ResolvedScenario(scenario, self.base.model, self.base.cluster)
 
     def get(self, i: int, key: str, default: Value = None) -> Value:
-        column = self.columns.get(key)
-        return default if column is None else column.value(i)
+        return self.columns.value(key, i) if key in self.columns else default
 
     def column(self, key: str) -> np.ndarray | None:
         """A key's values over every point (None when no estimator produced it)."""
-        found = self.columns.get(key)
-        return None if found is None else found.array(self.n)
+        return self.columns[key].array(self.n) if key in self.columns else None
 
     def values_at(self, i: int, keys: Sequence[str]) -> tuple[Value, ...]:
         columns = self.columns
-        return tuple(None if (c := columns.get(k)) is None else c.value(i) for k in keys)
+        return tuple(columns.value(k, i) if k in columns else None for k in keys)
 
     def table(self, keys: Sequence[str]) -> list[tuple[Value, ...]]:
         """Every point's values of ``keys`` (None where missing), as Python values, in point order."""
         n = self.n
-        per_key: list[Any] = []
-        for key in keys:
-            column = self.columns.get(key)
-            if column is None:
-                per_key.append([None] * n)
-            elif column._quantities is not None:
-                per_key.append([q.value for q in column._quantities])
-            elif isinstance(column.values, np.ndarray):
-                per_key.append(column.values.tolist())  # Python int / float / bool, as .item() gives
-            else:
-                per_key.append([column.values] * n)
+        columns = self.columns
+        per_key: list[Any] = [columns.values_list(key) if key in columns else [None] * n for key in keys]
         return list(zip(*per_key)) if per_key else [() for _ in range(n)]
 
     def point_warnings(self, i: int) -> list[Warning]:
@@ -91,7 +80,7 @@ class PointsEstimate:
 
     def estimate(self, i: int) -> Estimate:
         """Point ``i`` as a full estimate (every quantity, formulas lazy), as ``Engine.run`` gives."""
-        values = {key: column.quantity(i) for key, column in self.columns.items()}
+        values = self.columns.point(i)
         return Estimate(self.resolved(i), values, self.assumptions, self.point_warnings(i), list(self.failures))
 
 
