@@ -68,10 +68,9 @@ def nonzero(x: Any) -> bool | np.ndarray:
     """``bool(x)`` per point: True or False when every point agrees (the usual case), else a mask."""
     if not isinstance(x, np.ndarray):
         return bool(x)
-    mask = x != 0
-    if mask.all():
+    if x.all():
         return True
-    return mask if mask.any() else False
+    return x != 0 if x.any() else False
 
 
 def when(cond: bool | np.ndarray, then: Any, otherwise: Any) -> Any:
