@@ -204,6 +204,10 @@ class ComputeEstimator:
         a = ctx.assumptions
         discount = a[CAUSAL]
         b, s, gen = ctx.points["batch_size"], ctx.points["seq_len"], ctx.points["gen_len"]
+        if ctx.n == 1:
+            # A group of one point (a single estimate): the same formulas over Python numbers, the
+            # order of operations unchanged, without numpy's per-call cost on one-entry arrays.
+            b, s, gen = int(b[0]), int(s[0]), int(gen[0])
         training = sc.workload is not Workload.INFERENCE
         frozen = sc.workload is Workload.FINETUNE and sc.method is not FinetuneMethod.FULL
         targets = (LORA_ATTENTION if sc.lora_targets == "attention" else LORA_ALL_LINEAR) if frozen else 0
@@ -235,7 +239,7 @@ class ComputeEstimator:
                 fwd.total,
                 "FLOP",
                 "Forward pass",
-                lambda i: pass_formula(shape, int(b[i]), forward.at(i)),
+                lambda i: pass_formula(shape, F.at(b, i), forward.at(i)),
                 used,
             )
         if want("flops.per_token_forward"):
@@ -252,9 +256,9 @@ class ComputeEstimator:
                 "FLOP",
                 "Prefill (prompt) pass",
                 lambda i: (
-                    pass_formula(shape, int(b[i]), prompt.at(i))
+                    pass_formula(shape, F.at(b, i), prompt.at(i))
                     + " (output head on the last position only)"
-                    + (_encoder_formula(arch, int(b[i]), images) if images is not None else "")
+                    + (_encoder_formula(arch, F.at(b, i), images) if images is not None else "")
                 ),
                 used,
             )
@@ -274,7 +278,7 @@ class ComputeEstimator:
                 step = dec
 
                 def decode_formula(i: int) -> str:
-                    bi, si, gi = int(b[i]), int(s[i]), int(gen[i])
+                    bi, si, gi = F.at(b, i), F.at(s, i), F.at(gen, i)
                     return (
                         f"batch {bi}, context {si} + {fraction:g} x {gi} = "
                         f"{F.decode_contexts(shape, si, gi, fraction)[0]:g}: "
@@ -342,22 +346,33 @@ class ComputeEstimator:
             )
 
         def note(phase: str, i: int) -> str:  # rendered only inside a formula someone reads
-            bi = int(b[i])
+            bi = F.at(b, i)
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
             experts = f" (routed experts {own.value}, {e_bytes:g} B)" if own is not None else ""
             if phase == "prefill":
-                text = f"{bi} x {int(s[i])} prompt tokens; weights {w_bytes:g} B each{experts}, activations {act_bytes:g} B"
+                text = (
+                    f"{bi} x {F.at(s, i)} prompt tokens; weights {w_bytes:g} B each{experts}, "
+                    f"activations {act_bytes:g} B"
+                )
                 if images is not None:
                     text += f"; with the vision encoder over {bi} x {images.images} image(s)"
             elif phase == "decode":
-                text = f"{bi} new tokens; weights {w_bytes:g} B each{experts}, KV cache {kv_bytes:g} B per element"
+                text = (
+                    f"{bi} new tokens; weights {w_bytes:g} B each{experts}, "
+                    f"KV cache {kv_bytes:g} B per element"
+                )
             else:
-                text = f"weight GEMMs of one micro-batch step, {bi} x {int(s[i])} tokens, operands {act_bytes:g} B"
+                text = (
+                    f"weight GEMMs of one micro-batch step, {bi} x {F.at(s, i)} tokens, "
+                    f"operands {act_bytes:g} B"
+                )
             return f"{text}; {where}"
 
         sources: tuple[Column, ...] = ()
         for phase, roof, happens in (
-            ("prefill", prefill, True), ("decode", decode, shape.is_decoder), ("training", train_roof, training)
+            ("prefill", prefill, True),
+            ("decode", decode, shape.is_decoder),
+            ("training", train_roof, training),
         ):  # fmt: skip
             if not happens:
                 why = (
@@ -417,13 +432,11 @@ class ComputeEstimator:
         return PointOutputs(values, warnings)
 
     @staticmethod
-    def _per_token(
-        shape: ModelShape, b: np.ndarray, s: np.ndarray, fwd: F.Pass, used: tuple[str, ...]
-    ) -> Column:
+    def _per_token(shape: ModelShape, b: F.Ints, s: F.Ints, fwd: F.Pass, used: tuple[str, ...]) -> Column:
         tokens = b * (shape.tokens_per_sample or s)
 
         def formula(i: int) -> str:
-            p, n = fwd.at(i), int(tokens[i])
+            p, n = fwd.at(i), F.at(tokens, i)
             return (
                 f"{g(p.total)} / {n:,} tokens = 2 x {p.gemm / n / 2:,.0f} matmul weights per "
                 f"token + attention {g(p.attention / n)}" + (f" + adapters {g(p.lora / n)}" if p.lora else "")
@@ -457,7 +470,8 @@ class ComputeEstimator:
                 "FLOP",
                 "Activation recompute",
                 lambda i: (
-                    f"recompute {recompute}: {_RECOMPUTE_TEXT[recompute]} = {g(F.at(train.recompute, i))} FLOP"
+                    f"recompute {recompute}: {_RECOMPUTE_TEXT[recompute]} = "
+                    f"{g(F.at(train.recompute, i))} FLOP"
                 ),
                 used,
             )
@@ -468,8 +482,8 @@ class ComputeEstimator:
                 "FLOP",
                 "Training step (one micro-batch)",
                 lambda i: (
-                    f"forward {g(F.at(train.forward, i))} + backward {g(F.at(train.backward, i))} + recompute "
-                    f"{g(F.at(train.recompute, i))} = {g(F.at(step, i))} FLOP"
+                    f"forward {g(F.at(train.forward, i))} + backward {g(F.at(train.backward, i))} + "
+                    f"recompute {g(F.at(train.recompute, i))} = {g(F.at(step, i))} FLOP"
                 ),
                 used,
             )
@@ -505,7 +519,8 @@ class ComputeEstimator:
                 "B",
                 l_bytes,
                 lambda i: (
-                    f"weights {g(at(roof.weight_bytes, i))} + activations {g(at(roof.activation_bytes, i))} + "
+                    f"weights {g(at(roof.weight_bytes, i))} + "
+                    f"activations {g(at(roof.activation_bytes, i))} + "
                     f"attention / KV cache {g(at(roof.attention_bytes, i))} = {g(at(roof.bytes, i))} B "
                     f"({note(phase, i)})"
                 ),

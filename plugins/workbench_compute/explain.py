@@ -51,4 +51,3 @@ def pass_formula(shape: ModelShape, batch: int, p: Pass, latent: bool = False, d
         what = "recurrence on one token" if decode else "convolution + chunked scan"
         text += f"; recurrent mixers ({layers} layers, {what}) {g(p.recurrent)}"
     return f"{text}; total {g(p.total)} FLOP"
-

@@ -35,7 +35,8 @@ SCENARIOS = (
     {"model": "bert-base-uncased", "gpu": "l40s", "attention": "eager"},
     {"model": "t5-base", "gpu": "a100-80gb-sxm", "dtype": "fp8"},
     {"model": "qwen3-vl-8b", "gpu": "h100-sxm", "images_per_request": 2},
-    {"model": "llama-3.1-8b", "gpu": "h100-sxm", "workload": "finetune", "method": "lora", "recompute": "full"},
+    {"model": "llama-3.1-8b", "gpu": "h100-sxm", "workload": "finetune", "method": "lora",
+     "recompute": "full"},
     {"model": "mixtral-8x7b", "gpu": "h100-sxm", "workload": "pretrain", "num_gpus": 16,
      "parallel": {"tp": 4, "dp": 4, "ep": 4}, "recompute": "selective"},
 )  # fmt: skip
@@ -61,7 +62,8 @@ def test_a_run_for_one_key_gives_the_full_runs_values(index: int) -> None:
         for i in range(len(POINTS["batch_size"])):
             want, got = full.estimate(i).values[key], alone.estimate(i).values[key]
             assert type(got.value) is type(want.value) and got.value == want.value, (key, i)
-            assert (got.formula, got.unit, got.label, got.note) == (want.formula, want.unit, want.label, want.note)
+            explained = (got.formula, got.unit, got.label, got.note)
+            assert explained == (want.formula, want.unit, want.label, want.note), (key, i)
 
 
 @pytest.mark.parametrize("index", range(len(SCENARIOS)))
