@@ -1,8 +1,8 @@
 """First-party compute plugin: FLOPs per pass, per-GPU roofline per phase, compute guard-rails.
 
-Depends only on pluggy, :mod:`workbench.core` and :mod:`workbench.engine`. See
-:mod:`workbench_compute.estimator` for the result keys and :mod:`workbench_compute.flops` for
-the counting convention.
+Depends only on pluggy, numpy (the engine's array protocol), :mod:`workbench.core` and
+:mod:`workbench.engine`. See :mod:`workbench_compute.estimator` for the result keys and
+:mod:`workbench_compute.flops` for the counting convention.
 """
 
 from __future__ import annotations

@@ -17,19 +17,23 @@ for a model that does not generate (encoder-only, vision).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from workbench.core.dtypes import DType, WeightFormat, weight_bits
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario, Workload
 from workbench.core.vision import RequestImages, request_images
-from workbench.engine.estimator import EstimateContext, EstimatorInfo
-from workbench.engine.quantity import Outputs, Quantity, Warning, q
+from workbench.engine.estimator import EstimatorInfo
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.quantity import Warning
 from workbench_compute import flops as F
 from workbench_compute import guards
 from workbench_compute.assumptions import ASSUMPTIONS, CAUSAL, DECODE_CONTEXT, MLA_LATENT
-from workbench_compute.explain import g, not_applicable, pass_formula
+from workbench_compute.explain import g, pass_formula
 from workbench_compute.roofline import (
     PhaseRoofline,
     compute_dtype,
@@ -86,6 +90,9 @@ _MAIN_ALIASES = {
     for phase in _PHASES
 }
 _MAIN_NOTES = {phase: f"{phase} phase" for phase in _PHASES}
+#: Keys read off the forward pass, and the training step's FLOP keys.
+_FORWARD_KEYS = ("flops.forward", "flops.per_token_forward")
+_TRAINING_KEYS = ("flops.backward", "flops.recompute", "flops.training_step")
 _RECOMPUTE_TEXT = {
     "full": "every block's forward again (output head excluded)",
     "selective": "the attention products QK^T and PV again",
@@ -109,12 +116,12 @@ def _weight_format(sc: Scenario) -> tuple[WeightFormat, float]:
     return found
 
 
-# Guard-rail warnings recur with the same inputs in estimate after estimate (one GPU and dtype,
-# one MoE model): each is built once and shared (warnings are frozen).
-_WARNINGS: dict[tuple[object, ...], tuple[object, Warning]] = {}
+# Guard-rail warnings recur with the same inputs in group after group (one GPU and dtype, one MoE
+# model): each is built once and shared (warnings are frozen; they concern every point).
+_WARNINGS: dict[tuple[object, ...], tuple[object, PointWarning]] = {}
 
 
-def _dtype_warning(wanted: DType, used: DType, rate: float, gpu: Accelerator) -> Warning:
+def _dtype_warning(wanted: DType, used: DType, rate: float, gpu: Accelerator) -> PointWarning:
     key = ("dtype", id(gpu), wanted, used, rate)
     hit = _WARNINGS.get(key)
     if hit is None or hit[0] is not gpu:
@@ -124,7 +131,7 @@ def _dtype_warning(wanted: DType, used: DType, rate: float, gpu: Accelerator) ->
     return hit[1]
 
 
-def _moe_warning(shape: ModelShape, arch: ModelArchitecture, active: int, total: int) -> Warning:
+def _moe_warning(shape: ModelShape, arch: ModelArchitecture, active: int, total: int) -> PointWarning:
     moe = arch.moe
     assert moe is not None
     key = ("moe", id(shape), active, total)
@@ -134,42 +141,52 @@ def _moe_warning(shape: ModelShape, arch: ModelArchitecture, active: int, total:
     return hit[1]
 
 
-def _remember(key: tuple[object, ...], owner: object, warning: Warning) -> tuple[object, Warning]:
+def _remember(key: tuple[object, ...], owner: object, warning: Warning) -> tuple[object, PointWarning]:
     if len(_WARNINGS) > 1024:
         _WARNINGS.clear()
-    found = _WARNINGS[key] = (owner, warning)
+    found = _WARNINGS[key] = (owner, _every_point(warning))
     return found
 
 
-_NOT_APPLICABLE: dict[tuple[str, str], dict[str, Quantity]] = {}
+def _every_point(warning: Warning) -> PointWarning:
+    return PointWarning(warning.code, warning.message, warning.severity, warning.fix)
 
 
-def _phase_not_applicable(phase: str, why: str) -> Mapping[str, Quantity]:
-    """A phase's five roofline keys when the phase does not happen: built once per reason and
-    shared by every such estimate (read-only quantities; callers copy the entries, never the dict)."""
-    block = _NOT_APPLICABLE.get((phase, why))
-    if block is None:
-        label = phase.capitalize()
-        block = _NOT_APPLICABLE[phase, why] = {
-            f"roofline.{phase}.{key}": not_applicable(f"{label}: {key}", unit, why)
-            for key, unit in zip(_PHASE_KEYS, _PHASE_UNITS)
-        }
-    return block
+def _not_applicable(label: str, unit: str, why: str) -> Column:
+    """A result that does not apply, with the reason, for every point. Built per group: a column
+    keeps the array it is read as, so one instance is never shared between groups of other sizes."""
+    return col(None, unit, label, why, note=why)
 
 
-#: The training FLOP keys of an inference scenario (shared, read-only; copied into each estimate).
-_NO_TRAINING_FLOPS: Mapping[str, Quantity] = {
-    key: not_applicable(label, "FLOP", "inference scenario: no training step")
-    for key, label in (
-        ("flops.backward", "Backward pass"),
-        ("flops.recompute", "Activation recompute"),
-        ("flops.training_step", "Training step (one micro-batch)"),
-    )
-}
+def _phase_not_applicable(phase: str, why: str) -> dict[str, Column]:
+    """A phase's five roofline keys when the phase does not happen."""
+    label = phase.capitalize()
+    return {
+        f"roofline.{phase}.{key}": _not_applicable(f"{label}: {key}", unit, why)
+        for key, unit in zip(_PHASE_KEYS, _PHASE_UNITS)
+    }
+
+
+#: The training FLOP keys of an inference scenario.
+_NO_TRAINING_FLOPS = (
+    ("flops.backward", "Backward pass"),
+    ("flops.recompute", "Activation recompute"),
+    ("flops.training_step", "Training step (one micro-batch)"),
+)
+
+
+def _shared(values: Any) -> Any:
+    """A column's values: an array over the points, or one Python number every point shares."""
+    return values.item() if isinstance(values, np.generic) else values
 
 
 class ComputeEstimator:
-    """FLOPs, arithmetic intensity, roofline and compute guard-rails for one scenario."""
+    """FLOPs, arithmetic intensity, roofline and compute guard-rails over a point group.
+
+    What depends only on the model, precision and layout (the model's shape, per-GPU coefficients,
+    peak rate, ridge point, guard-rails) is worked out once per group; FLOPs and bytes are numpy
+    arrays over the group's batch sizes, prompt and generation lengths.
+    """
 
     info = EstimatorInfo(
         id="compute",
@@ -181,50 +198,68 @@ class ComputeEstimator:
         "dtype and Tensor Core alignment guard-rails.",
     )
 
-    def estimate(self, ctx: EstimateContext) -> Outputs:
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         sc, arch, gpu = ctx.scenario, ctx.model, ctx.cluster.accelerator
         shape = model_shape(arch)
         a = ctx.assumptions
         discount = a[CAUSAL]
-        b, s = sc.batch_size, sc.seq_len
+        b, s, gen = ctx.points["batch_size"], ctx.points["seq_len"], ctx.points["gen_len"]
+        if ctx.n == 1:
+            # A group of one point (a single estimate): the same formulas over Python numbers, the
+            # order of operations unchanged, without numpy's per-call cost on one-entry arrays.
+            b, s, gen = int(b[0]), int(s[0]), int(gen[0])
         training = sc.workload is not Workload.INFERENCE
         frozen = sc.workload is Workload.FINETUNE and sc.method is not FinetuneMethod.FULL
         targets = (LORA_ATTENTION if sc.lora_targets == "attention" else LORA_ALL_LINEAR) if frozen else 0
-        values: dict[str, Quantity] = {}
-        warnings: list[Warning] = []
-        # A run for a few keys (a sweep) builds only those (and what they are computed from).
+        values: dict[str, Column] = {}
+        warnings: list[PointWarning] = []
+        # A run for a few keys (a sweep) computes only those (and what they are computed from).
         want = _always if ctx.wanted is None else ctx.wanted.__contains__
+        main = "training" if training else ("decode" if shape.is_decoder else "prefill")
+        alias = any(map(want, _MAIN_KEYS))
 
-        fwd = F.full_pass(shape, b, s, discount, lora_targets=targets, lora_rank=sc.lora_rank)
-        pre = F.full_pass(shape, b, s, discount, head_all=False)
-        tokens = b * (shape.tokens_per_sample or s)
+        def phase_wanted(phase: str) -> bool:
+            return alias and phase == main or any(map(want, _PHASE_KEYS_OF[phase]))
+
         used = (CAUSAL,)
+        fwd: F.Pass | None = None
+        if (
+            any(map(want, _FORWARD_KEYS))
+            or training
+            and (any(map(want, _TRAINING_KEYS)) or phase_wanted("training"))
+        ):
+            fwd = F.full_pass(shape, b, s, discount, lora_targets=targets, lora_rank=sc.lora_rank)
+        pre: F.Pass | None = None
+        if want("flops.prefill") or phase_wanted("prefill"):
+            pre = F.full_pass(shape, b, s, discount, head_all=False)
         if want("flops.forward"):
-            values["flops.forward"] = q(
-                fwd.total, "FLOP", "Forward pass", lambda: pass_formula(shape, b, fwd), used
-            )
-        if want("flops.per_token_forward"):
-            values["flops.per_token_forward"] = q(
-                fwd.total / tokens,
-                "FLOP/token",
-                "Forward FLOPs per token",
-                lambda: (
-                    f"{g(fwd.total)} / {tokens:,} tokens = 2 x {fwd.gemm / tokens / 2:,.0f} matmul weights per "
-                    f"token + attention {g(fwd.attention / tokens)}"
-                    + (f" + adapters {g(fwd.lora / tokens)}" if fwd.lora else "")
-                ),
+            assert fwd is not None
+            forward = fwd
+            values["flops.forward"] = col(
+                fwd.total,
+                "FLOP",
+                "Forward pass",
+                lambda i: pass_formula(shape, F.at(b, i), forward.at(i)),
                 used,
             )
+        if want("flops.per_token_forward"):
+            assert fwd is not None
+            values["flops.per_token_forward"] = self._per_token(shape, b, s, fwd, used)
+        images = request_images(arch, sc)
         if want("flops.prefill"):
+            assert pre is not None
             # The engine has already put the images' tokens into seq_len; their encoder runs once per image.
-            images = request_images(arch, sc)
             encoder = b * images.encoder_flops if images is not None else 0.0
-            values["flops.prefill"] = q(
+            prompt = pre
+            values["flops.prefill"] = col(
                 pre.total + encoder,
                 "FLOP",
                 "Prefill (prompt) pass",
-                lambda: pass_formula(shape, b, pre) + " (output head on the last position only)"
-                + (_encoder_formula(arch, b, images) if images is not None else ""),
+                lambda i: (
+                    pass_formula(shape, F.at(b, i), prompt.at(i))
+                    + " (output head on the last position only)"
+                    + (_encoder_formula(arch, F.at(b, i), images) if images is not None else "")
+                ),
                 used,
             )
 
@@ -235,62 +270,40 @@ class ComputeEstimator:
             fraction = a[DECODE_CONTEXT]
             if arch.mla is not None:
                 latent = a[MLA_LATENT] >= 0.5
-            dec = F.decode_step(shape, b, s, sc.gen_len, fraction, latent)
+            if want("flops.decode_step") or phase_wanted("decode"):
+                dec = F.decode_step(shape, b, s, gen, fraction, latent)
             dec_used = (DECODE_CONTEXT, MLA_LATENT) if arch.mla is not None else (DECODE_CONTEXT,)
             if want("flops.decode_step"):
-                values["flops.decode_step"] = q(
-                    dec.total,
-                    "FLOP",
-                    "One decode step",
-                    lambda: (
-                        f"batch {b}, context {s} + {fraction:g} x {sc.gen_len} = "
-                        f"{F.decode_contexts(shape, s, sc.gen_len, fraction)[0]:g}: "
-                        + pass_formula(shape, b, dec, latent, decode=True)
-                    ),
-                    dec_used,
+                assert dec is not None
+                step = dec
+
+                def decode_formula(i: int) -> str:
+                    bi, si, gi = F.at(b, i), F.at(s, i), F.at(gen, i)
+                    return (
+                        f"batch {bi}, context {si} + {fraction:g} x {gi} = "
+                        f"{F.decode_contexts(shape, si, gi, fraction)[0]:g}: "
+                        + pass_formula(shape, bi, step.at(i), latent, decode=True)
+                    )
+
+                values["flops.decode_step"] = col(
+                    dec.total, "FLOP", "One decode step", decode_formula, dec_used
                 )
         else:
             if want("flops.decode_step"):
-                values["flops.decode_step"] = not_applicable(
+                values["flops.decode_step"] = _not_applicable(
                     "One decode step", "FLOP", f"{arch.name} does not generate tokens"
                 )
 
         # --- training -----------------------------------------------------------------------------
         if training:
-            train = F.training_flops(fwd, frozen, sc.recompute.value)
-            kind = (
-                "frozen base matrices 1x (input gradient), adapters and attention 2x"
-                if frozen
-                else "2 x every matmul and attention product"
-            )
-            if want("flops.backward"):
-                values["flops.backward"] = q(
-                    train.backward, "FLOP", "Backward pass", lambda: f"{kind}: {g(train.backward)} FLOP", used
-                )
-            if want("flops.recompute"):
-                values["flops.recompute"] = q(
-                    train.recompute,
-                    "FLOP",
-                    "Activation recompute",
-                    lambda: (
-                        f"recompute {sc.recompute.value}: {_RECOMPUTE_TEXT[sc.recompute.value]} = "
-                        f"{g(train.recompute)} FLOP"
-                    ),
-                    used,
-                )
-            if want("flops.training_step"):
-                values["flops.training_step"] = q(
-                    train.step,
-                    "FLOP",
-                    "Training step (one micro-batch)",
-                    lambda: (
-                        f"forward {g(train.forward)} + backward {g(train.backward)} + recompute "
-                        f"{g(train.recompute)} = {g(train.step)} FLOP"
-                    ),
-                    used,
+            if any(map(want, _TRAINING_KEYS)):
+                assert fwd is not None
+                self._training(
+                    values, want, F.training_flops(fwd, frozen, sc.recompute.value), frozen, sc, used
                 )
         else:
-            values.update(_NO_TRAINING_FLOPS)
+            for key, label in _NO_TRAINING_FLOPS:
+                values[key] = _not_applicable(label, "FLOP", "inference scenario: no training step")
 
         # --- roofline -----------------------------------------------------------------------------
         weight_format, w_bits = _weight_format(sc)
@@ -307,71 +320,102 @@ class ComputeEstimator:
         own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
         e_bytes = weight_bits(own) / 8 if own is not None else 0.0
         eager = sc.attention is AttentionKernel.EAGER
-        prefill = phase_roofline(
-            shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
-            weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes, expert_bytes=e_bytes,
-        )
-        images = request_images(arch, sc)
-        if images is not None:  # the vision encoder's work, split over the GPUs like the prompt's
-            prefill = PhaseRoofline(
-                prefill.flops + b * images.encoder_flops / (tp * pp),
-                prefill.weight_bytes, prefill.activation_bytes, prefill.attention_bytes,
-            )
+        prefill = None
+        if pre is not None and phase_wanted("prefill"):
+            prefill = phase_roofline(
+                shape, pre, b, tp=tp, pp=pp, ep=ep, decode=False, eager=eager, latent=False,
+                weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes, expert_bytes=e_bytes,
+            )  # fmt: skip
+            if images is not None:  # the vision encoder's work, split over the GPUs like the prompt's
+                prefill = PhaseRoofline(
+                    prefill.flops + b * images.encoder_flops / (tp * pp),
+                    prefill.weight_bytes, prefill.activation_bytes, prefill.attention_bytes,
+                )  # fmt: skip
         decode = None
-        if dec is not None:
+        if dec is not None and phase_wanted("decode"):
             decode = phase_roofline(
                 shape, dec, b, tp=tp, pp=pp, ep=ep, decode=True, eager=eager, latent=latent,
                 weight_bytes=w_bytes, act_bytes=act_bytes, kv_bytes=kv_bytes, expert_bytes=e_bytes,
-            )
+            )  # fmt: skip
         train_roof = None
-        if training:
+        if training and phase_wanted("training"):
+            assert fwd is not None
             passes = (2.0 if frozen else 3.0) + (1.0 if sc.recompute is Recompute.FULL else 0.0)
-            train_roof = training_roofline(shape, fwd, tp=tp, pp=pp, ep=ep, passes=passes, act_bytes=act_bytes)
+            train_roof = training_roofline(
+                shape, fwd, tp=tp, pp=pp, ep=ep, passes=passes, act_bytes=act_bytes
+            )
 
-        def note(phase: str) -> str:  # rendered only inside a formula someone reads
+        def note(phase: str, i: int) -> str:  # rendered only inside a formula someone reads
+            bi = F.at(b, i)
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
             experts = f" (routed experts {own.value}, {e_bytes:g} B)" if own is not None else ""
             if phase == "prefill":
-                text = f"{b} x {s} prompt tokens; weights {w_bytes:g} B each{experts}, activations {act_bytes:g} B"
+                text = (
+                    f"{bi} x {F.at(s, i)} prompt tokens; weights {w_bytes:g} B each{experts}, "
+                    f"activations {act_bytes:g} B"
+                )
                 if images is not None:
-                    text += f"; with the vision encoder over {b} x {images.images} image(s)"
+                    text += f"; with the vision encoder over {bi} x {images.images} image(s)"
             elif phase == "decode":
-                text = f"{b} new tokens; weights {w_bytes:g} B each{experts}, KV cache {kv_bytes:g} B per element"
+                text = (
+                    f"{bi} new tokens; weights {w_bytes:g} B each{experts}, "
+                    f"KV cache {kv_bytes:g} B per element"
+                )
             else:
-                text = f"weight GEMMs of one micro-batch step, {b} x {s} tokens, operands {act_bytes:g} B"
+                text = (
+                    f"weight GEMMs of one micro-batch step, {bi} x {F.at(s, i)} tokens, "
+                    f"operands {act_bytes:g} B"
+                )
             return f"{text}; {where}"
 
-        main = "training" if training else ("decode" if dec is not None else "prefill")
-        sources: tuple[Quantity, ...] = ()
-        for phase, roof in (("prefill", prefill), ("decode", decode), ("training", train_roof)):
-            made = self._phase(values, phase, roof, peak, bw, ridge, note, training, want, phase == main)
-            sources = made or sources
+        sources: tuple[Column, ...] = ()
+        for phase, roof, happens in (
+            ("prefill", prefill, True),
+            ("decode", decode, shape.is_decoder),
+            ("training", train_roof, training),
+        ):  # fmt: skip
+            if not happens:
+                why = (
+                    "inference scenario: no training step"
+                    if phase == "training"
+                    else ("the model does not generate tokens")
+                )
+                values.update(_phase_not_applicable(phase, why))
+            elif roof is not None:
+                made = self._phase(values, phase, roof, peak, bw, ridge, note, want, alias and phase == main)
+                sources = made or sources
         if want("roofline.phase"):
-            values["roofline.phase"] = q(main, "", "Main phase", lambda: f"{main} ({sc.workload.value})")
+            values["roofline.phase"] = col(main, "", "Main phase", lambda _: f"{main} ({sc.workload.value})")
         # The main phase's figures again under phase-less keys (the main phase always has a roofline).
         for key, (_, label), src in zip(_MAIN_KEYS, _MAIN_ALIASES[main], sources):
             if want(key):
-                values[key] = q(
-                    src.value, src.unit, label, lambda src=src: src.formula, src.assumptions, _MAIN_NOTES[main]
+                values[key] = col(
+                    src.values, src.unit, label, src.formula, src.assumptions, _MAIN_NOTES[main]
                 )
         if want("roofline.ridge_point"):
-            values["roofline.ridge_point"] = q(
-                ridge, "FLOP/B", "Ridge point", lambda: f"{peak:g} TFLOPS / {bw:g} GB/s = {ridge:.1f} FLOP/B"
+            values["roofline.ridge_point"] = col(
+                ridge,
+                "FLOP/B",
+                "Ridge point",
+                lambda _: f"{peak:g} TFLOPS / {bw:g} GB/s = {ridge:.1f} FLOP/B",
             )
         if want("roofline.peak_tflops"):
-            values["roofline.peak_tflops"] = q(
-                peak, "TFLOPS", "Dense peak", lambda: f"{gpu.name} dense {rate_dtype.value}: {peak:g} TFLOPS"
+            values["roofline.peak_tflops"] = col(
+                peak,
+                "TFLOPS",
+                "Dense peak",
+                lambda _: f"{gpu.name} dense {rate_dtype.value}: {peak:g} TFLOPS",
             )
         if want("roofline.bandwidth_gbps"):
-            values["roofline.bandwidth_gbps"] = q(
-                bw, "GB/s", "Memory bandwidth", lambda: f"{gpu.name}: {bw:g} GB/s"
+            values["roofline.bandwidth_gbps"] = col(
+                bw, "GB/s", "Memory bandwidth", lambda _: f"{gpu.name}: {bw:g} GB/s"
             )
         if want("roofline.compute_dtype"):
-            values["roofline.compute_dtype"] = q(
+            values["roofline.compute_dtype"] = col(
                 rate_dtype.value,
                 "",
                 "Compute dtype",
-                lambda: (
+                lambda _: (
                     f"dtype {sc.dtype.value}, weights {weight_format.value} -> matmuls in {wanted.value}"
                     + ("" if wanted is rate_dtype else f", run at the {rate_dtype.value} rate")
                 ),
@@ -385,74 +429,142 @@ class ComputeEstimator:
             warnings.append(align)
         if arch.moe is not None:
             warnings.append(_moe_warning(shape, arch, ctx.params.active, ctx.params.total))
-        return Outputs(values, warnings)
+        return PointOutputs(values, warnings)
+
+    @staticmethod
+    def _per_token(shape: ModelShape, b: F.Ints, s: F.Ints, fwd: F.Pass, used: tuple[str, ...]) -> Column:
+        tokens = b * (shape.tokens_per_sample or s)
+
+        def formula(i: int) -> str:
+            p, n = fwd.at(i), F.at(tokens, i)
+            return (
+                f"{g(p.total)} / {n:,} tokens = 2 x {p.gemm / n / 2:,.0f} matmul weights per "
+                f"token + attention {g(p.attention / n)}" + (f" + adapters {g(p.lora / n)}" if p.lora else "")
+            )
+
+        return col(fwd.total / tokens, "FLOP/token", "Forward FLOPs per token", formula, used)
+
+    @staticmethod
+    def _training(
+        values: dict[str, Column],
+        want: Callable[[str], bool],
+        train: F.TrainingFlops,
+        frozen: bool,
+        sc: Scenario,
+        used: tuple[str, ...],
+    ) -> None:
+        kind = (
+            "frozen base matrices 1x (input gradient), adapters and attention 2x"
+            if frozen
+            else "2 x every matmul and attention product"
+        )
+        recompute = sc.recompute.value
+        if want("flops.backward"):
+            values["flops.backward"] = col(
+                _shared(train.backward), "FLOP", "Backward pass",
+                lambda i: f"{kind}: {g(F.at(train.backward, i))} FLOP", used,
+            )  # fmt: skip
+        if want("flops.recompute"):
+            values["flops.recompute"] = col(
+                _shared(train.recompute),
+                "FLOP",
+                "Activation recompute",
+                lambda i: (
+                    f"recompute {recompute}: {_RECOMPUTE_TEXT[recompute]} = "
+                    f"{g(F.at(train.recompute, i))} FLOP"
+                ),
+                used,
+            )
+        if want("flops.training_step"):
+            step = train.step
+            values["flops.training_step"] = col(
+                _shared(step),
+                "FLOP",
+                "Training step (one micro-batch)",
+                lambda i: (
+                    f"forward {g(F.at(train.forward, i))} + backward {g(F.at(train.backward, i))} + "
+                    f"recompute {g(F.at(train.recompute, i))} = {g(F.at(step, i))} FLOP"
+                ),
+                used,
+            )
 
     @staticmethod
     def _phase(
-        values: dict[str, Quantity],
+        values: dict[str, Column],
         phase: str,
-        roof: PhaseRoofline | None,
+        roof: PhaseRoofline,
         peak: float,
         bw: float,
         ridge: float,
-        note: Callable[[str], str],
-        training: bool,
+        note: Callable[[str, int], str],
         want: Callable[[str], bool],
-        main: bool,
-    ) -> tuple[Quantity, ...]:
+        alias: bool,
+    ) -> tuple[Column, ...]:
         """A phase's roofline keys. The main phase returns its (intensity, attainable, bound)
-        quantities, which the phase-less keys repeat (built even when only those are wanted)."""
-        if roof is None:
-            why = (
-                "inference scenario: no training step"
-                if phase == "training" and not training
-                else "the model does not generate tokens"
-            )
-            values.update(_phase_not_applicable(phase, why))
-            return ()
+        columns, which the phase-less keys repeat (built even when only those are wanted)."""
         k_flops, k_bytes, k_ai, k_attainable, k_bound = _PHASE_KEYS_OF[phase]
         l_flops, l_bytes, l_ai, l_attainable, l_bound = _PHASE_LABELS[phase]
         ai = roof.intensity
-        attainable = roof.attainable_tflops(peak, bw)
-        bound = "compute" if ai >= ridge else "memory"
+        at = F.at
         if want(k_flops):
-            values[k_flops] = q(roof.flops, "FLOP", l_flops, lambda: f"{g(roof.flops)} FLOP ({note(phase)})")
+            values[k_flops] = col(
+                _shared(roof.flops),
+                "FLOP",
+                l_flops,
+                lambda i: f"{g(at(roof.flops, i))} FLOP ({note(phase, i)})",
+            )
         if want(k_bytes):
-            values[k_bytes] = q(
-                roof.bytes,
+            values[k_bytes] = col(
+                _shared(roof.bytes),
                 "B",
                 l_bytes,
-                lambda: (
-                    f"weights {g(roof.weight_bytes)} + activations {g(roof.activation_bytes)} + "
-                    f"attention / KV cache {g(roof.attention_bytes)} = {g(roof.bytes)} B ({note(phase)})"
+                lambda i: (
+                    f"weights {g(at(roof.weight_bytes, i))} + "
+                    f"activations {g(at(roof.activation_bytes, i))} + "
+                    f"attention / KV cache {g(at(roof.attention_bytes, i))} = {g(at(roof.bytes, i))} B "
+                    f"({note(phase, i)})"
                 ),
             )
-        alias = main and any(map(want, _MAIN_KEYS))
-        made: list[Quantity] = []
+        made: list[Column] = []
         if alias or want(k_ai):
-            made.append(q(ai, "FLOP/B", l_ai, lambda: f"{g(roof.flops)} FLOP / {g(roof.bytes)} B = {ai:.2f}"))
+            made.append(
+                col(
+                    _shared(ai), "FLOP/B", l_ai,
+                    lambda i: f"{g(at(roof.flops, i))} FLOP / {g(at(roof.bytes, i))} B = {at(ai, i):.2f}",
+                )
+            )  # fmt: skip
             if want(k_ai):
                 values[k_ai] = made[-1]
         if alias or want(k_attainable):
+            attainable = roof.attainable_tflops(peak, bw)
             made.append(
-                q(
-                    attainable,
+                col(
+                    _shared(attainable),
                     "TFLOPS",
                     l_attainable,
-                    lambda: f"min({peak:g} TFLOPS, {ai:.2f} FLOP/B x {bw:g} GB/s) = {attainable:.1f} TFLOPS",
+                    lambda i: (
+                        f"min({peak:g} TFLOPS, {at(ai, i):.2f} FLOP/B x {bw:g} GB/s) = "
+                        f"{at(attainable, i):.1f} TFLOPS"
+                    ),
                 )
             )
             if want(k_attainable):
                 values[k_attainable] = made[-1]
         if alias or want(k_bound):
+            compute = ai >= ridge
+            bound = (
+                np.where(compute, "compute", "memory")
+                if isinstance(compute, np.ndarray)
+                else ("compute" if compute else "memory")
+            )
             made.append(
-                q(
+                col(
                     bound,
                     "",
                     l_bound,
-                    lambda: (
-                        f"intensity {ai:.2f} {'>=' if bound == 'compute' else '<'} ridge {ridge:.1f} FLOP/B: "
-                        f"{bound}"
+                    lambda i: (
+                        f"intensity {at(ai, i):.2f} {'>=' if at(bound, i) == 'compute' else '<'} "
+                        f"ridge {ridge:.1f} FLOP/B: {at(bound, i)}"
                     ),
                 )
             )
@@ -461,7 +573,7 @@ class ComputeEstimator:
         return tuple(made) if alias else ()
 
     @staticmethod
-    def _alignment(shape: ModelShape, arch: ModelArchitecture, tp: int, dtype: DType) -> Warning | None:
+    def _alignment(shape: ModelShape, arch: ModelArchitecture, tp: int, dtype: DType) -> PointWarning | None:
         key = (tp, dtype)
         if key not in shape.alignment_cache:
             if arch.mla is not None:
@@ -469,7 +581,8 @@ class ComputeEstimator:
                 head_dim = arch.mla.qk_head_dim
             else:
                 heads, kv_heads, head_dim = arch.num_attention_heads, arch.num_kv_heads, arch.head_dim
-            shape.alignment_cache[key] = guards.alignment_warning(shape, heads, kv_heads, head_dim, tp, dtype)
+            found = guards.alignment_warning(shape, heads, kv_heads, head_dim, tp, dtype)
+            shape.alignment_cache[key] = _every_point(found) if found is not None else None
         return shape.alignment_cache[key]
 
 

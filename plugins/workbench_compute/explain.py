@@ -1,8 +1,11 @@
-"""Formulas with the values substituted, rendered only when someone reads them (GUI, report, --explain)."""
+"""Formulas with the values substituted, rendered only when someone reads them (GUI, report, --explain).
+
+They take one point of a group: a pass as :meth:`~workbench_compute.flops.Pass.at` gives it, in Python
+numbers, so the text is the single estimate's.
+"""
 
 from __future__ import annotations
 
-from workbench.engine.quantity import FixedQuantity, Quantity
 from workbench_compute.flops import Pass
 from workbench_compute.shapes import ModelShape
 
@@ -48,9 +51,3 @@ def pass_formula(shape: ModelShape, batch: int, p: Pass, latent: bool = False, d
         what = "recurrence on one token" if decode else "convolution + chunked scan"
         text += f"; recurrent mixers ({layers} layers, {what}) {g(p.recurrent)}"
     return f"{text}; total {g(p.total)} FLOP"
-
-
-def not_applicable(label: str, unit: str, why: str) -> Quantity:
-    """A result that does not apply, with the reason. Read-only and final, so estimators build
-    each one once and share it between estimates (:class:`FixedQuantity`)."""
-    return FixedQuantity(None, unit, label, why, note=why)

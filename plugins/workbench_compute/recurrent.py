@@ -37,8 +37,14 @@ A decode step runs the recurrence on one token: the convolution on the cached wi
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from workbench.core.model import RecurrentKind, RecurrentMixer
+
+Tokens = Any  #: an int, or an int64 array with one entry per point of a group
+Flops = Any  #: a float, or a float64 array like the tokens given
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,20 +55,31 @@ class RecurrentGroup:
     mixer: RecurrentMixer
 
 
-def _conv(m: RecurrentMixer, tokens: float) -> float:
+def _conv(m: RecurrentMixer, tokens: Tokens) -> Flops:
     if not m.conv_kernel:
         return 0.0
     return 2.0 * m.conv_channels * m.conv_kernel * (tokens + m.conv_kernel - 1)
 
 
-def _chunks(m: RecurrentMixer, tokens: float) -> tuple[float, int]:
+def _chunks(m: RecurrentMixer, tokens: Tokens) -> tuple[Flops, int]:
     q = m.chunk_size or 1
+    if isinstance(tokens, np.ndarray):
+        return (-(-tokens.astype(np.int64) // q)).astype(np.float64), q
     return float(-(-int(tokens) // q)), q
 
 
-def scan_flops(m: RecurrentMixer, tokens: float) -> float:
-    """Forward FLOPs of one mixer's kernel over one sequence of ``tokens`` (projections excluded)."""
-    if tokens <= 0:
+def _positive(tokens: Tokens, flops: Flops) -> Flops:
+    """``flops`` where ``tokens > 0``, 0.0 elsewhere (a scalar's early return, per point)."""
+    if isinstance(tokens, np.ndarray):
+        return np.where(tokens > 0, flops, 0.0)
+    return flops if tokens > 0 else 0.0
+
+
+def scan_flops(m: RecurrentMixer, tokens: Tokens) -> Flops:
+    """Forward FLOPs of one mixer's kernel over one sequence of ``tokens`` (projections excluded).
+
+    ``tokens``: a number, or an int64 array (one entry per point of a group)."""
+    if not isinstance(tokens, np.ndarray) and tokens <= 0:
         return 0.0
     c, q = _chunks(m, tokens)
     h, p, n = m.heads, m.head_dim, m.state_size
@@ -77,17 +94,17 @@ def scan_flops(m: RecurrentMixer, tokens: float) -> float:
     else:
         # A short convolution's gating is element-wise: its projections and convolution are all.
         scan = 0.0
-    return _conv(m, tokens) + scan
+    return _positive(tokens, _conv(m, tokens) + scan)
 
 
-def _mamba1_scan(m: RecurrentMixer, tokens: float) -> float:
+def _mamba1_scan(m: RecurrentMixer, tokens: Tokens) -> Flops:
     """Mamba-1's sequential selective scan (``mamba_selective_scan``'s recurrent loop): the
     discretisation and the state update are element-wise; each position reads its output out of
     the ``inner x state`` state with one matrix product, ``2 x inner x state``."""
     return 2.0 * tokens * m.heads * m.head_dim * m.state_size
 
 
-def _kda_scan(m: RecurrentMixer, c: float, q: int) -> float:
+def _kda_scan(m: RecurrentMixer, c: Flops, q: int) -> Flops:
     """``chunk_kimi_delta_attention``: its per-channel decays make ``k_beta K^T`` and ``Q K^T``
     inside a chunk element-wise products and reductions (not counted), and the UT system is
     solved row by row element-wise; the matrix products are ``attn @ v_beta`` and
@@ -97,16 +114,20 @@ def _kda_scan(m: RecurrentMixer, c: float, q: int) -> float:
     return c * h * (2.0 * q * q * (dk + dv) + 2.0 * q * q * dv + 6.0 * q * dk * dv)
 
 
-def scan_backward_flops(m: RecurrentMixer, tokens: float) -> float:
-    """Backward FLOPs of one mixer's kernel (see the module docstring)."""
-    extra = 0.0
-    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA) and tokens > 0:
+def scan_backward_flops(m: RecurrentMixer, tokens: Tokens) -> Flops:
+    """Backward FLOPs of one mixer's kernel (see the module docstring); ``tokens`` as for
+    :func:`scan_flops`."""
+    extra: Flops = 0.0
+    if m.kind in (RecurrentKind.GATED_DELTANET, RecurrentKind.KDA) and (
+        isinstance(tokens, np.ndarray) or tokens > 0
+    ):
         c, q = _chunks(m, tokens)
         if m.kind is RecurrentKind.GATED_DELTANET:  # KDA's UT system has no solve to differentiate
             extra = 2.0 * c * m.heads * q * q * (m.state_size + m.head_dim)
         # The first chunk reads a zero state that needs no gradient (its two reads of the state
         # cost 1x), and the state the last chunk writes is discarded (its product costs 0x).
         extra -= 4.0 * m.heads * 2.0 * q * m.state_size * m.head_dim
+        extra = _positive(tokens, extra)
     return 2.0 * scan_flops(m, tokens) + extra
 
 

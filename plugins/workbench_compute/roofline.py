@@ -21,6 +21,10 @@ Bytes counted:
   once (FlashAttention / SDPA); the eager kernel also writes and reads the score and probability
   matrices (4 x s x s).
 
+Figures are per point of a group (float64 arrays over the batch sizes and lengths, computed in the
+single estimate's order of operations); the per-GPU coefficients depend only on the model and the
+layout and are cached on the model's shape.
+
 The training phase is the step's weight GEMMs alone (:func:`training_roofline`): their operands
 at the compute dtype, once per GEMM. Attention products at training lengths are compute-bound
 and left out.
@@ -30,9 +34,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from workbench.core.dtypes import DType, WeightFormat
 from workbench.core.hardware import Accelerator
-from workbench_compute.flops import Pass
+from workbench_compute.flops import Floats, Ints, Pass, nonzero, when
 from workbench_compute.shapes import COL, KV, ROW, STREAMS, ModelShape
 
 
@@ -81,76 +87,79 @@ def per_gpu(shape: ModelShape, tp: int, ep: int) -> PerGpu:
 
 @dataclass(frozen=True, slots=True)
 class PhaseRoofline:
-    """One phase on one GPU (cached by its inputs and shared: see :func:`phase_roofline`)."""
+    """One phase on one GPU, per point of a group (float64 arrays, or numbers every point shares)."""
 
-    flops: float
-    weight_bytes: float
-    activation_bytes: float
-    attention_bytes: float
+    flops: Floats
+    weight_bytes: Floats
+    activation_bytes: Floats
+    attention_bytes: Floats
     #: weight + activation + attention bytes, and FLOPs per byte: fixed once built (read often)
-    bytes: float = field(init=False)
-    intensity: float = field(init=False)
+    bytes: Floats = field(init=False)
+    intensity: Floats = field(init=False)
 
     def __post_init__(self) -> None:
         total = self.weight_bytes + self.activation_bytes + self.attention_bytes
         object.__setattr__(self, "bytes", total)
-        object.__setattr__(self, "intensity", self.flops / total if total else 0.0)
+        some = nonzero(total)
+        if some is True:
+            intensity = self.flops / total
+        elif some is False:
+            intensity = np.zeros_like(total, dtype=np.float64) if isinstance(total, np.ndarray) else 0.0
+        else:
+            intensity = np.where(some, self.flops / np.where(some, total, 1.0), 0.0)
+        object.__setattr__(self, "intensity", intensity)
 
-    def attainable_tflops(self, peak_tflops: float, bandwidth_gbps: float) -> float:
-        return min(peak_tflops, self.intensity * bandwidth_gbps / 1000.0)
+    def attainable_tflops(self, peak_tflops: float, bandwidth_gbps: float) -> Floats:
+        """min(peak, AI x bandwidth): the peak (as given) where it is the smaller or equal one."""
+        ceiling = self.intensity * bandwidth_gbps / 1000.0
+        if isinstance(ceiling, np.ndarray):
+            return np.where(ceiling < peak_tflops, ceiling, peak_tflops)
+        return min(peak_tflops, ceiling)
 
 
-def _touched(shape: ModelShape, tokens: float, ep: int) -> float:
+def _touched(shape: ModelShape, tokens: Floats, ep: int) -> Floats:
     """Expected fraction of a GPU's local experts that ``tokens`` (per DP rank) route to."""
     if not shape.moe_experts:
         return 0.0
-    return 1.0 - (1.0 - shape.moe_top_k / shape.moe_experts) ** (tokens * ep)
+    base = 1.0 - shape.moe_top_k / shape.moe_experts
+    exponent = tokens * ep
+    if not isinstance(exponent, np.ndarray):
+        return 1.0 - base**exponent
+    # Python's float power (the C library's pow), point by point: numpy's vectorised power may take
+    # another implementation (SIMD) whose last bit can differ from a single estimate's.
+    return 1.0 - np.array([base**x for x in exponent.tolist()], dtype=np.float64)
 
 
 def _weights_and_activations(
     shape: ModelShape,
     gpu: PerGpu,
-    tokens: dict[str, float],
+    tokens: dict[str, Floats],
     ep: int,
     weight_bytes: float,
     act_bytes: float,
     expert_bytes: float = 0.0,
-) -> tuple[float, float, float]:
+) -> tuple[Floats, Floats, Floats]:
     """``expert_bytes``: bytes per routed-expert weight when they differ (gpt-oss's MXFP4 experts)."""
-    flops = weights = experts = act = 0.0
+    flops: Floats = 0.0
+    weights: Floats = 0.0
+    experts: Floats = 0.0
+    act: Floats = 0.0
     for stream, count in tokens.items():
-        if not count:
+        some = nonzero(count)
+        if some is False:
             continue
-        flops += gpu.flops[stream] * count
-        act += gpu.act[stream] * count
-        weights += gpu.weights[stream]
+        flops = when(some, flops + gpu.flops[stream] * count, flops)
+        act = when(some, act + gpu.act[stream] * count, act)
+        weights = when(some, weights + gpu.weights[stream], weights)
         if gpu.expert_weights[stream]:
-            experts += gpu.expert_weights[stream] * _touched(shape, count, ep)
+            experts = when(some, experts + gpu.expert_weights[stream] * _touched(shape, count, ep), experts)
     return flops, weights * weight_bytes + experts * (expert_bytes or weight_bytes), act * act_bytes
-
-
-#: Rooflines by input (the pass by identity: passes are cached too). The GPU model is not an
-#: input, so a sweep over GPUs computes each once; shape and pass are held so their ids stay unique.
-_ROOFS: dict[tuple[object, ...], tuple[ModelShape, Pass, PhaseRoofline]] = {}
-_ROOFS_SIZE = 4096
-
-
-def _roof(key: tuple[object, ...], shape: ModelShape, p: Pass) -> PhaseRoofline | None:
-    hit = _ROOFS.get(key)
-    return hit[2] if hit is not None and hit[0] is shape and hit[1] is p else None
-
-
-def _keep(key: tuple[object, ...], shape: ModelShape, p: Pass, roof: PhaseRoofline) -> PhaseRoofline:
-    if len(_ROOFS) >= _ROOFS_SIZE:
-        _ROOFS.clear()
-    _ROOFS[key] = (shape, p, roof)
-    return roof
 
 
 def phase_roofline(
     shape: ModelShape,
     p: Pass,
-    batch: int,
+    batch: Ints,
     *,
     tp: int,
     pp: int,
@@ -163,46 +172,16 @@ def phase_roofline(
     kv_bytes: float,
     expert_bytes: float = 0.0,
 ) -> PhaseRoofline:
-    """Prefill / forward (``decode=False``) or one decode step, per GPU (cached, shared).
+    """Prefill / forward (``decode=False``) or one decode step, per GPU, per point.
 
     ``expert_bytes`` (0: ``weight_bytes``) prices the routed experts' weights apart, for a
     checkpoint that stores them in a format of their own (gpt-oss: MXFP4)."""
-    key = (
-        "phase", id(shape), id(p), batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes,
-        expert_bytes,
-    )  # fmt: skip
-    found = _roof(key, shape, p)
-    if found is None:
-        found = _keep(
-            key, shape, p,
-            _phase_roofline(
-                shape, p, batch, tp, pp, ep, decode, eager, latent, weight_bytes, act_bytes, kv_bytes, expert_bytes
-            ),
-        )  # fmt: skip
-    return found
-
-
-def _phase_roofline(
-    shape: ModelShape,
-    p: Pass,
-    batch: int,
-    tp: int,
-    pp: int,
-    ep: int,
-    decode: bool,
-    eager: bool,
-    latent: bool,
-    weight_bytes: float,
-    act_bytes: float,
-    kv_bytes: float,
-    expert_bytes: float = 0.0,
-) -> PhaseRoofline:
     gpu = per_gpu(shape, tp, ep)
     flops, weights, act = _weights_and_activations(
         shape, gpu, p.tokens, ep, weight_bytes, act_bytes, expert_bytes
     )
-    flops += p.attention / tp
-    attention = 0.0
+    flops = flops + p.attention / tp
+    attention: Floats = 0.0
     for group, q, kv, pairs in p.attention_terms:
         heads = group.heads / tp
         per_head_kv = group.kv_elems / min(tp, group.kv_heads)
@@ -218,12 +197,13 @@ def _phase_roofline(
         else:
             elems = (q * heads * (group.d_qk + group.d_v) + kv * per_head_kv) * batch * act_bytes
             if eager:
-                elems += 4.0 * batch * heads * pairs * act_bytes
-        attention += elems * group.layers
-    if p.recurrent:
-        flops += p.recurrent / tp
+                elems = elems + 4.0 * batch * heads * pairs * act_bytes
+        attention = attention + elems * group.layers
+    some = nonzero(p.recurrent)
+    if some is not False:
+        flops = when(some, flops + p.recurrent / tp, flops)
         if decode:
-            attention += batch * _state_traffic(shape, tp, kv_bytes)
+            attention = when(some, attention + batch * _state_traffic(shape, tp, kv_bytes), attention)
     return PhaseRoofline(flops / pp, weights / pp, act / pp, attention / pp)
 
 
@@ -243,18 +223,7 @@ def _state_traffic(shape: ModelShape, tp: int, kv_bytes: float) -> float:
 def training_roofline(
     shape: ModelShape, p: Pass, *, tp: int, pp: int, ep: int, passes: float, act_bytes: float
 ) -> PhaseRoofline:
-    """:func:`_training_roofline`, cached and shared like :func:`phase_roofline`."""
-    key = ("training", id(shape), id(p), tp, pp, ep, passes, act_bytes)
-    found = _roof(key, shape, p)
-    if found is None:
-        found = _keep(key, shape, p, _training_roofline(shape, p, tp, pp, ep, passes, act_bytes))
-    return found
-
-
-def _training_roofline(
-    shape: ModelShape, p: Pass, tp: int, pp: int, ep: int, passes: float, act_bytes: float
-) -> PhaseRoofline:
-    """The weight matmuls of one training micro-batch step, per GPU.
+    """The weight matmuls of one training micro-batch step, per GPU, per point.
 
     Each matmul runs ``passes`` times (forward, input gradient, weight gradient, recompute: 3 or
     4; 2 or 3 with frozen weights), every time with the same three operands, so the step's

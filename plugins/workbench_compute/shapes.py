@@ -113,7 +113,8 @@ class ModelShape:
     #: The part of ``coef`` that runs without gradient (DeepSeek-V3.2's indexer projections).
     no_grad_coef: dict[str, float] = field(default_factory=dict)
     per_gpu_cache: dict[tuple[int, int], Any] = field(default_factory=dict)  # (TP, EP) -> roofline.PerGpu
-    alignment_cache: dict[tuple[int, Any], Any] = field(default_factory=dict)  # (TP, dtype) -> Warning | None
+    #: (TP, dtype) -> the Tensor Core alignment PointWarning, or None
+    alignment_cache: dict[tuple[int, Any], Any] = field(default_factory=dict)
 
 
 def _attention_gemms(arch: ModelArchitecture, layers: int, stream: str, kv_stream: str) -> list[Gemm]:
