@@ -20,6 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil, floor
+from typing import Any
+
+import numpy as np
 
 from workbench_memory.sharding import Plan, Stage, first_stage_activations, iter_stages, min_dp
 
@@ -89,15 +92,34 @@ def fewest_gpus(
     return best
 
 
-def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float) -> int | None:
-    """Sequences whose KV cache and recurrent state fit next to weights, workspace and overhead
-    (None: nothing cached)."""
-    limit: int | None = None
+def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float, n: int) -> Any:
+    """Sequences whose KV cache and recurrent state fit next to weights, workspace and overhead,
+    for each of the ``n`` points whose stages these are: an int64 array, or None for every point
+    when no rank caches anything (an object array where only some points cache nothing)."""
+    limit = np.zeros(n, dtype=np.int64)
+    cached = np.zeros(n, dtype=bool)
     for s in stages:
-        per_sequence = s.kv_per_sequence + s.state_per_sequence
-        if per_sequence <= 0:
+        per_sequence = np.broadcast_to(s.kv_per_sequence + s.state_per_sequence, (n,))
+        caching = per_sequence > 0
+        if not caching.any():
             continue
-        free = usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation)
-        fits = max(0, floor(free / per_sequence))
-        limit = fits if limit is None else min(limit, fits)
-    return limit
+        free = np.broadcast_to(usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation), (n,))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(caching, free / np.where(caching, per_sequence, 1.0), 0.0)
+        fits = _floor_at_least_zero(ratio)
+        limit = np.where(cached & caching, np.minimum(limit, fits), np.where(caching, fits, limit))
+        cached |= caching
+    if not cached.any():
+        return None
+    if cached.all():
+        return limit
+    return np.array([int(v) if c else None for v, c in zip(limit.tolist(), cached.tolist())], dtype=object)
+
+
+def _floor_at_least_zero(ratio: np.ndarray) -> np.ndarray:
+    """``max(0, floor(ratio))`` as Python gives it (floor of a float is exact, so is its int64 while
+    it fits; a ratio beyond that takes Python ints)."""
+    floors = np.maximum(np.floor(ratio), 0.0)
+    if (floors < 2.0**62).all():
+        return floors.astype(np.int64)
+    return np.array([max(0, floor(r)) for r in ratio.tolist()], dtype=object)
