@@ -93,25 +93,34 @@ def fewest_gpus(
 
 
 def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float, n: int) -> Any:
-    """Sequences whose KV cache and recurrent state fit next to weights, workspace and overhead,
-    for each of the ``n`` points whose stages these are: an int64 array, or None for every point
-    when no rank caches anything (an object array where only some points cache nothing)."""
-    limit = np.zeros(n, dtype=np.int64)
-    cached = np.zeros(n, dtype=bool)
+    """Sequences whose KV cache and recurrent state fit next to weights, workspace and overhead
+    (None: nothing cached), for each of the ``n`` points whose stages these are: an int64 array
+    (an object array where only some points cache nothing), or the Python int of a group of one
+    point, whose stages hold Python numbers."""
+    limit: Any = None
+    cached: Any = False
     for s in stages:
-        per_sequence = np.broadcast_to(s.kv_per_sequence + s.state_per_sequence, (n,))
+        per_sequence = s.kv_per_sequence + s.state_per_sequence
+        free = usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation)
+        if n == 1 and not isinstance(per_sequence, np.ndarray) and not isinstance(free, np.ndarray):
+            if per_sequence <= 0:
+                continue
+            fits = max(0, floor(free / per_sequence))
+            limit = fits if limit is None else min(limit, fits)
+            continue
+        per_sequence = np.broadcast_to(per_sequence, (n,))
         caching = per_sequence > 0
         if not caching.any():
             continue
-        free = np.broadcast_to(usable - s.weights(dp) - s.activations - s.overhead(dp, fragmentation), (n,))
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(caching, free / np.where(caching, per_sequence, 1.0), 0.0)
         fits = _floor_at_least_zero(ratio)
-        limit = np.where(cached & caching, np.minimum(limit, fits), np.where(caching, fits, limit))
-        cached |= caching
-    if not cached.any():
-        return None
-    if cached.all():
+        if limit is None:
+            limit, cached = fits, caching
+        else:
+            limit = np.where(cached & caching, np.minimum(limit, fits), np.where(caching, fits, limit))
+            cached = cached | caching
+    if not isinstance(limit, np.ndarray) or cached.all():
         return limit
     return np.array([int(v) if c else None for v, c in zip(limit.tolist(), cached.tolist())], dtype=object)
 

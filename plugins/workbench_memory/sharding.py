@@ -185,13 +185,15 @@ def make_plan(
     points: Mapping[str, np.ndarray],
 ) -> Plan:
     """``values(id)`` reads an assumption (the engine's AssumptionSet records what was read);
-    ``points`` holds the group's batch sizes and lengths (int64 arrays, one entry per point)."""
+    ``points`` holds the group's batch sizes and lengths (int64 arrays, one entry per point, or
+    the Python ints of a group of one)."""
     c = model_constants(model)
     training = scenario.is_training
     par = scenario.parallel
     seq = points["seq_len"]
     if not training and scenario.serving.chunked_prefill:
-        seq = np.minimum(seq, scenario.serving.prefill_chunk_tokens)
+        chunk = scenario.serving.prefill_chunk_tokens
+        seq = np.minimum(seq, chunk) if isinstance(seq, np.ndarray) else min(seq, chunk)
     batch = points["batch_size"]
     return Plan(
         model=model,

@@ -227,7 +227,10 @@ class MemoryStackEstimator:
         tp, pp, ep, dp = par.tp, par.pp, par.ep, par.dp
         n = ctx.n
         activation_fn, missing = activation_function()
-        p = make_plan(ctx.model, scenario, ctx.assumptions.__getitem__, activation_fn, ctx.points)
+        # A group of one point runs on its Python ints: the same arithmetic, without numpy's cost
+        # per operation, which a single estimate (the GUI, the solvers' many runs) would pay.
+        points = ctx.points if n > 1 else {name: int(values[0]) for name, values in ctx.points.items()}
+        p = make_plan(ctx.model, scenario, ctx.assumptions.__getitem__, activation_fn, points)
         ctx.assumptions.read(_ACTIVATION_IDS)  # the activation model reads them from the scenario itself
         frag = p.fragmentation
         stages = build_stages(p, tp, pp, ep)
@@ -378,7 +381,7 @@ class MemoryStackEstimator:
                 everything,
             )
         if want("kv_cache.max_concurrency"):
-            tokens = ctx.points["seq_len"] + ctx.points["gen_len"]
+            tokens = points["seq_len"] + points["gen_len"]
             out["kv_cache.max_concurrency"] = col(
                 concurrency,
                 "sequences",
@@ -480,6 +483,8 @@ def _out_of_memory(
     """The out-of-memory warning of each point that does not fit. Its fix names the point's largest
     parts and fewest GPUs, so points are grouped by the fix they get (a warning's fix is one text);
     the message is rendered per point when read."""
+    if fits is True or (isinstance(fits, np.ndarray) and fits.all()):
+        return []
     failing = np.flatnonzero(~_full(fits, n))
     by_fix: dict[str, list[int]] = {}
     made: dict[int, Warning] = {}
@@ -551,7 +556,7 @@ def _average_text(value: float, pp: int, uneven_experts: bool) -> str:
     return f"{over}{experts} = {format_bytes(value)}"
 
 
-def _concurrency_formula(p: Plan, values: Any, tokens: np.ndarray, usable: float, i: int) -> str:
+def _concurrency_formula(p: Plan, values: Any, tokens: Any, usable: float, i: int) -> str:
     if p.training:
         return "training: no KV cache"
     value = pick(values, i)
@@ -561,5 +566,5 @@ def _concurrency_formula(p: Plan, values: Any, tokens: np.ndarray, usable: float
     state = " + its recurrent state" if p.c.state[p.c.layers] else ""
     return (
         f"per rank: ({format_bytes(usable)} usable - weights - workspace - overhead) / KV of one "
-        f"{tokens[i]}-token sequence{paged}{state}, fullest rank = {value}"
+        f"{pick(tokens, i)}-token sequence{paged}{state}, fullest rank = {value}"
     )
