@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench_memory.sharding import Plan, Stage, first_stage_activations, iter_stages, min_dp
+from workbench_memory.sharding import Plan, Stage, build_stages, first_stage_activations, min_dp
 
 #: The largest job the search considers (the engine's solvers use the same bound).
 MAX_GPUS = 16384
@@ -59,37 +59,60 @@ def _candidates(
 
 
 def fewest_gpus(
-    p: Plan, tp: int, pp: int, ep: int, usable: float, gpus_per_node: int, base: list[Stage]
-) -> Fit | None:
+    p: Plan, tp: int, pp: int, ep: int, usable: float, gpus_per_node: int, base: list[Stage], n: int
+) -> list[Fit | None]:
+    """The fewest GPUs that fit, for each of the ``n`` points of the plan (None: none up to
+    :data:`MAX_GPUS`). ``base`` are the stages of the scenario's own layout.
+
+    The layouts are tried in one order for every point; each point keeps its own best so far, and
+    each shortcut (a layout that cannot beat that best, or that cannot fit at any DP degree) is
+    taken per point, so a point's answer is the one the search gives it alone."""
+    frag = p.fragmentation
     dp_floor = max(1, ceil(ep / tp))
-    if all(s.total(dp_floor, p.fragmentation) <= usable for s in base):
-        return Fit(tp * pp * dp_floor, tp, pp, dp_floor)
-    layers = p.c.layers
-    tps, candidates = _candidates(tp, pp, min(gpus_per_node, p.model.num_attention_heads), layers)
-    # TP only divides or replicates a block's tensors, so no layout keeps less per block than the
-    # widest TP tried: a lower bound that rules out hopeless layouts without asking the activation
-    # model about each of them. It depends on the PP degree alone, so it is decided once per degree.
-    widest = p.per_layer_activations(tps[-1])
-    grow = 1 + p.fragmentation
-    degrees = {q for _, q in candidates}
-    hopeless = {q for q in degrees if grow * p.inflight(0, q) * -(-layers // q) * widest > usable}
-    if len(hopeless) == len(degrees):
-        return None
-    floors = {t: max(1, ceil(ep / t)) for t in tps}
-    best: Fit | None = None
-    for t, q in candidates:
-        if q in hopeless:
-            continue
-        dp_floor = floors[t]
-        if best is not None and t * q * dp_floor >= best.gpus:
-            continue
-        if grow * first_stage_activations(p, t, q) > usable:
-            continue
-        stages = base if (t, q) == (tp, pp) else iter_stages(p, t, q, ep)
-        dp = min_dp(stages, usable, p.fragmentation, dp_floor, MAX_GPUS // (t * q))
-        if dp is not None and (best is None or t * q * dp < best.gpus):
-            best = Fit(t * q * dp, t, q, dp)
-    return best
+    best = np.zeros(n, dtype=np.int64)  # GPUs of the best layout so far; 0: none yet
+    best_tp, best_pp, best_dp = (np.zeros(n, dtype=np.int64) for _ in range(3))
+    quick = _every((s.total(dp_floor, frag) <= usable for s in base), n)
+    best[quick], best_tp[quick], best_pp[quick], best_dp[quick] = tp * pp * dp_floor, tp, pp, dp_floor
+    todo = ~quick
+    if todo.any():
+        layers = p.c.layers
+        tps, candidates = _candidates(tp, pp, min(gpus_per_node, p.model.num_attention_heads), layers)
+        # TP only divides or replicates a block's tensors, so no layout keeps less per block than the
+        # widest TP tried: a lower bound that rules out hopeless layouts without asking the activation
+        # model about each of them. It depends on the PP degree alone, so it is decided once per degree.
+        widest = p.per_layer_activations(tps[-1])
+        grow = 1 + frag
+        degrees = {q for _, q in candidates}
+        hopeless = {q: grow * p.inflight(0, q) * -(-layers // q) * widest > usable for q in degrees}
+        todo = todo & ~_every(hopeless.values(), n)
+        floors = {t: max(1, ceil(ep / t)) for t in tps}
+        for t, q in candidates:
+            if not todo.any():
+                break
+            floor_t = floors[t]
+            trying = todo & ~np.broadcast_to(hopeless[q], (n,)) & ((best == 0) | (t * q * floor_t < best))
+            if not trying.any():
+                continue
+            trying &= ~np.broadcast_to(grow * first_stage_activations(p, t, q) > usable, (n,))
+            if not trying.any():
+                continue
+            stages = base if (t, q) == (tp, pp) else build_stages(p, t, q, ep)
+            dp = min_dp(stages, usable, frag, floor_t, MAX_GPUS // (t * q), n)
+            better = trying & (dp > 0) & ((best == 0) | (t * q * dp < best))
+            best = np.where(better, t * q * dp, best)
+            best_tp[better], best_pp[better], best_dp[better] = t, q, dp[better]
+    return [
+        Fit(g, a, b, c) if g else None
+        for g, a, b, c in zip(best.tolist(), best_tp.tolist(), best_pp.tolist(), best_dp.tolist())
+    ]
+
+
+def _every(masks: Any, n: int) -> np.ndarray:
+    """``all()`` of per-point conditions (bool arrays, or one bool for every point), point by point."""
+    out = np.ones(n, dtype=bool)
+    for mask in masks:
+        out &= mask
+    return out
 
 
 def max_concurrency(stages: list[Stage], usable: float, dp: int, fragmentation: float, n: int) -> Any:

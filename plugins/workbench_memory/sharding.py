@@ -29,7 +29,7 @@ Every ZeRO-sharded amount is kept as a coefficient of ``1 / dp``, so a stage's m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from math import ceil
 from typing import Any
@@ -306,7 +306,7 @@ class Stage:
     def coef(self) -> float:
         return self.weights_coef + self.grads_coef + self.opt_coef
 
-    def total(self, dp: int, fragmentation: float) -> float:
+    def total(self, dp: PerPoint, fragmentation: float) -> PerPoint:
         # weights(dp) + grads(dp) + optimizer(dp) + activations + kv + state + overhead(dp), written out
         # (same terms, same order) because the layout search calls it for every stage it tries.
         activations = self.activations
@@ -317,8 +317,14 @@ class Stage:
             + activations
             + self.kv
             + self.state
-            + (self.comm + (self.dp_comm if dp > 1 else 0.0) + fragmentation * activations)
+            + (self.comm + self._dp_group(dp) + fragmentation * activations)
         )
+
+    def _dp_group(self, dp: PerPoint) -> PerPoint:
+        """The DP group's buffers at ``dp`` ranks (the layout search tries a DP degree per point)."""
+        if isinstance(dp, np.ndarray):
+            return np.where(dp > 1, self.dp_comm, 0.0)
+        return self.dp_comm if dp > 1 else 0.0
 
 
 _STAGE_FIELDS = tuple(f for f in fields(Stage) if f.init)
@@ -446,7 +452,7 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
 
 
 def iter_stages(p: Plan, tp: int, pp: int, ep: int, worst: bool = True) -> Iterator[Stage]:
-    """Stages one by one, first to last (a search can stop at the first that cannot fit)."""
+    """Stages one by one, first to last."""
     share = expert_share(p.c, tp, ep, worst)
     base, extra = divmod(p.c.layers, pp)
     start = 0
@@ -467,26 +473,53 @@ def build_stages(p: Plan, tp: int, pp: int, ep: int, worst: bool = True) -> list
     return list(iter_stages(p, tp, pp, ep, worst))
 
 
-def min_dp(stages: Iterable[Stage], usable: float, fragmentation: float, floor: int, cap: int) -> int | None:
-    """Fewest DP ranks (>= floor) at which every stage fits ``usable``; None when none up to ``cap``.
+def min_dp(
+    stages: list[Stage], usable: float, fragmentation: float, floor: int, cap: int, n: int
+) -> np.ndarray:
+    """Fewest DP ranks (>= floor) at which every stage fits ``usable``, per point of the stages'
+    group (0: none up to ``cap``).
 
-    One pass; stops at the first stage that cannot fit at any DP degree (its unsharded part alone
-    exceeds ``usable``), so hopeless layouts cost one stage.
+    One pass; a point whose stage cannot fit at any DP degree (its unsharded part alone exceeds
+    ``usable``) is settled as 0 there, as the search stops at such a stage.
     """
-    seen: list[Stage] = []
-    need = floor
+    need = np.full(n, floor, dtype=np.int64)
+    dead = np.zeros(n, dtype=bool)
     for s in stages:
-        seen.append(s)
-        if floor == 1 and s.total(1, fragmentation) <= usable:
-            continue
-        room = usable - s.fixed(fragmentation)
+        if floor == 1:
+            counting = ~dead & ~np.broadcast_to(s.total(1, fragmentation) <= usable, (n,))
+        else:
+            counting = ~dead
+        room = np.broadcast_to(usable - s.fixed(fragmentation), (n,))
         coef = s.coef
-        if room < 0 or (room == 0 and coef > 0):
-            return None
-        need = max(need, 2, ceil(coef / room) if coef > 0 else 0)
+        hopeless = counting & ((room < 0) | ((room == 0) & (coef > 0)))
+        dead |= hopeless
+        counting &= ~hopeless
+        if coef > 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # ceil(coef / room) beyond the cap settles nothing but "none": clip before the int
+                ratio = np.ceil(np.where(counting, coef / np.where(counting, room, 1.0), 0.0))
+            shards = np.minimum(ratio, cap + 1.0).astype(np.int64)
+        else:
+            shards = 0
+        need = np.where(counting, np.maximum(need, np.maximum(2, shards)), need)
+    found = np.zeros(n, dtype=np.int64)
+    open_ = ~dead
     for candidate in (need, need + 1):  # the next one covers float rounding at the boundary
-        if candidate > cap:
-            return None
-        if all(s.total(candidate, fragmentation) <= usable for s in seen):
-            return candidate
-    return None
+        trying = open_ & (candidate <= cap)
+        open_ &= candidate <= cap  # past the cap: none (and the next candidate is larger still)
+        if not trying.any():
+            break
+        dp = np.where(trying, candidate, 1)
+        fits = trying & _every_stage(stages, dp, usable, fragmentation, n)
+        found = np.where(fits, candidate, found)
+        open_ &= ~fits
+    return found
+
+
+def _every_stage(
+    stages: list[Stage], dp: np.ndarray, usable: float, fragmentation: float, n: int
+) -> np.ndarray:
+    out = np.ones(n, dtype=bool)
+    for s in stages:
+        out &= np.broadcast_to(s.total(dp, fragmentation) <= usable, (n,))
+    return out

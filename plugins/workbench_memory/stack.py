@@ -273,7 +273,7 @@ class MemoryStackEstimator:
         headroom = usable - total
         searched = want("memory.min_gpus")
         gpus_per_node = ctx.cluster.node.gpus_per_node
-        fit = self._fewest(p, stages, tp, pp, ep, usable, gpus_per_node, n) if searched else None
+        fit = fewest_gpus(p, tp, pp, ep, usable, gpus_per_node, stages, n) if searched else None
         concurrency: Any = None
         if not p.training and want("kv_cache.max_concurrency"):
             concurrency = max_concurrency(stages, usable, dp, frag, n)
@@ -403,29 +403,6 @@ class MemoryStackEstimator:
         if fit is not None:
             warnings.extend(_out_of_memory(scenario, parts, total, usable, fits, worst_index, pp, fit, n))
         return PointOutputs(out, warnings)
-
-    @staticmethod
-    def _fewest(
-        p: Plan, stages: list[Stage], tp: int, pp: int, ep: int, usable: float, gpus_per_node: int, n: int
-    ) -> list[Fit | None]:
-        """``memory.min_gpus`` of each point. Where the scenario's own layout fits at the fewest DP
-        ranks EP allows (decided for every point at once) that is the answer; elsewhere the search
-        over layouts runs point by point, on the point's own plan: each of its steps (which TP and PP
-        degrees to try, where to stop) depends on that point's sizes, so it does not vectorize, and
-        it runs only when the key is wanted (a sweep for other keys skips it)."""
-        dp_floor = max(1, ceil(ep / tp))
-        quick = np.ones(n, dtype=bool)
-        for s in stages:
-            quick &= _full(s.total(dp_floor, p.fragmentation) <= usable, n)
-        found: list[Fit | None] = []
-        for i in range(n):
-            if quick[i]:
-                found.append(Fit(tp * pp * dp_floor, tp, pp, dp_floor))
-            else:
-                base = [s.at(i) for s in stages]
-                found.append(fewest_gpus(p.at(i), tp, pp, ep, usable, gpus_per_node, base))
-        return found
-
 
 def _full(value: Any, n: int) -> np.ndarray:
     """A per-point amount as an array of ``n`` entries."""

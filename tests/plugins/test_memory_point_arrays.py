@@ -115,4 +115,5 @@ def test_concurrency_is_the_fullest_ranks_limit_per_point_and_none_where_nothing
 def _estimators() -> list[object]:
     from workbench.pluginhost import PluginHost
 
-    return [e for e in PluginHost(entry_point_group=None).registry.estimators if e.info.id.startswith("memory")]
+    estimators = PluginHost(entry_point_group=None).registry.estimators
+    return [e for e in estimators if e.info.id.startswith("memory")]
