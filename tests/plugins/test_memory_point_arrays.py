@@ -90,6 +90,37 @@ def test_a_group_whose_points_disagree_on_the_fullest_stage_gives_each_its_own_e
     assert stages == {"stage 1 of 2", "stage 2 of 2"}
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model": "llama-3.1-70b"},
+        {"model": "llama-3.1-8b", "workload": "pretrain", "num_gpus": 2, "parallel": {"dp": 2, "zero_stage": 3}},
+    ],
+)
+def test_the_fewest_gpus_of_each_point_of_a_group_is_its_own_search(fields: dict[str, object]) -> None:
+    resolved = resolve(make_scenario(gpu="h100-sxm", **fields))
+    points = {
+        "batch_size": [1, 1, 8, 64, 1, 16, 256, 1024],
+        "seq_len": [128, 8192, 1024, 4096, 1048576, 32768, 2048, 131072],
+    }
+    engine = Engine(_estimators())
+    group = engine.run_points(resolved, points)
+    answers = []
+    for i in range(8):
+        scenario = resolved.scenario.model_copy(update={k: v[i] for k, v in points.items()})
+        alone = engine.run(resolved.__class__(scenario, resolved.model, resolved.cluster))
+        mine = group.estimate(i)
+        for key in ("memory.min_gpus", "memory.fits", "memory.headroom"):
+            assert mine.get(key) == alone.get(key) and type(mine.get(key)) is type(alone.get(key)), (i, key)
+            assert mine.values[key].formula == alone.values[key].formula, (i, key)
+        assert [(w.code, w.message, w.fix) for w in mine.warnings] == [
+            (w.code, w.message, w.fix) for w in alone.warnings
+        ]
+        answers.append(alone.get("memory.min_gpus"))
+    # the group mixes layouts that fit as given, searched answers of several sizes, and none
+    assert None in answers and len(set(answers)) >= 3
+
+
 def _stage(kv_per_sequence: object, activations: object) -> Stage:
     return Stage(
         index=0, first=0, layers=1, is_first=True, is_last=True, linear=0.0, plain=0.0, experts=0.0,
