@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench_memory.sharding import Plan, Stage, build_stages, first_stage_activations, min_dp
+from workbench_memory.sharding import Plan, Stage, first_stage_activations, iter_stages, min_dp
 
 #: The largest job the search considers (the engine's solvers use the same bound).
 MAX_GPUS = 16384
@@ -69,7 +69,7 @@ def fewest_gpus(
     taken per point, so a point's answer is the one the search gives it alone."""
     frag = p.fragmentation
     dp_floor = max(1, ceil(ep / tp))
-    best = np.zeros(n, dtype=np.int64)  # GPUs of the best layout so far; 0: none yet
+    best = np.full(n, _NONE, dtype=np.int64)  # GPUs of the best layout so far
     best_tp, best_pp, best_dp = (np.zeros(n, dtype=np.int64) for _ in range(3))
     quick = _every((s.total(dp_floor, frag) <= usable for s in base), n)
     best[quick], best_tp[quick], best_pp[quick], best_dp[quick] = tp * pp * dp_floor, tp, pp, dp_floor
@@ -86,25 +86,28 @@ def fewest_gpus(
         hopeless = {q: grow * p.inflight(0, q) * -(-layers // q) * widest > usable for q in degrees}
         todo = todo & ~_every(hopeless.values(), n)
         floors = {t: max(1, ceil(ep / t)) for t in tps}
-        for t, q in candidates:
-            if not todo.any():
-                break
+        viable = {q: todo & np.logical_not(bad) for q, bad in hopeless.items()}
+        for t, q in candidates if todo.any() else ():
             floor_t = floors[t]
-            trying = todo & ~np.broadcast_to(hopeless[q], (n,)) & ((best == 0) | (t * q * floor_t < best))
+            trying = viable[q] & (t * q * floor_t < best)
             if not trying.any():
                 continue
-            trying &= ~np.broadcast_to(grow * first_stage_activations(p, t, q) > usable, (n,))
+            trying &= np.logical_not(grow * first_stage_activations(p, t, q) > usable)
             if not trying.any():
                 continue
-            stages = base if (t, q) == (tp, pp) else build_stages(p, t, q, ep)
+            stages = base if (t, q) == (tp, pp) else iter_stages(p, t, q, ep)
             dp = min_dp(stages, usable, frag, floor_t, MAX_GPUS // (t * q), n)
-            better = trying & (dp > 0) & ((best == 0) | (t * q * dp < best))
+            better = trying & (dp > 0) & (t * q * dp < best)
             best = np.where(better, t * q * dp, best)
             best_tp[better], best_pp[better], best_dp[better] = t, q, dp[better]
     return [
-        Fit(g, a, b, c) if g else None
+        Fit(g, a, b, c) if g != _NONE else None
         for g, a, b, c in zip(best.tolist(), best_tp.tolist(), best_pp.tolist(), best_dp.tolist())
     ]
+
+
+#: ``best`` of a point for which no layout fits yet: more GPUs than any layout has.
+_NONE = 2**62
 
 
 def _every(masks: Any, n: int) -> np.ndarray:

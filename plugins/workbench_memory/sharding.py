@@ -29,7 +29,7 @@ Every ZeRO-sharded amount is kept as a coefficient of ``1 / dp``, so a stage's m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from math import ceil
 from typing import Any
@@ -452,7 +452,7 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
 
 
 def iter_stages(p: Plan, tp: int, pp: int, ep: int, worst: bool = True) -> Iterator[Stage]:
-    """Stages one by one, first to last."""
+    """Stages one by one, first to last (a search can stop at the first that cannot fit)."""
     share = expert_share(p.c, tp, ep, worst)
     base, extra = divmod(p.c.layers, pp)
     start = 0
@@ -474,25 +474,29 @@ def build_stages(p: Plan, tp: int, pp: int, ep: int, worst: bool = True) -> list
 
 
 def min_dp(
-    stages: list[Stage], usable: float, fragmentation: float, floor: int, cap: int, n: int
+    stages: Iterable[Stage], usable: float, fragmentation: float, floor: int, cap: int, n: int
 ) -> np.ndarray:
     """Fewest DP ranks (>= floor) at which every stage fits ``usable``, per point of the stages'
     group (0: none up to ``cap``).
 
     One pass; a point whose stage cannot fit at any DP degree (its unsharded part alone exceeds
-    ``usable``) is settled as 0 there, as the search stops at such a stage.
+    ``usable``) is settled as 0 there, and once every point is settled so the later stages are
+    not even built (hopeless layouts cost one stage).
     """
     need = np.full(n, floor, dtype=np.int64)
     dead = np.zeros(n, dtype=bool)
+    seen: list[Stage] = []
     for s in stages:
+        seen.append(s)
+        counting = ~dead
         if floor == 1:
-            counting = ~dead & ~np.broadcast_to(s.total(1, fragmentation) <= usable, (n,))
-        else:
-            counting = ~dead
-        room = np.broadcast_to(usable - s.fixed(fragmentation), (n,))
+            counting &= np.logical_not(s.total(1, fragmentation) <= usable)
+        room = usable - s.fixed(fragmentation)
         coef = s.coef
         hopeless = counting & ((room < 0) | ((room == 0) & (coef > 0)))
         dead |= hopeless
+        if dead.all():
+            return np.zeros(n, dtype=np.int64)
         counting &= ~hopeless
         if coef > 0:
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -510,7 +514,7 @@ def min_dp(
         if not trying.any():
             break
         dp = np.where(trying, candidate, 1)
-        fits = trying & _every_stage(stages, dp, usable, fragmentation, n)
+        fits = trying & _every_stage(seen, dp, usable, fragmentation, n)
         found = np.where(fits, candidate, found)
         open_ &= ~fits
     return found
@@ -521,5 +525,5 @@ def _every_stage(
 ) -> np.ndarray:
     out = np.ones(n, dtype=bool)
     for s in stages:
-        out &= np.broadcast_to(s.total(dp, fragmentation) <= usable, (n,))
+        out &= s.total(dp, fragmentation) <= usable
     return out
