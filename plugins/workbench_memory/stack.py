@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from math import ceil
 from typing import Any
 
 import numpy as np
