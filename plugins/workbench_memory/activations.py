@@ -89,13 +89,19 @@ mix of MoE and dense blocks is averaged over the model for ``per_layer``; slidin
 encoder blocks (no cross-attention terms); activations in ``dt`` even for fp8 compute.
 
 Everything is plain arithmetic on validated fields, so 10,000-point sweeps stay cheap; the
-formula text is built only when read.
+formula text is built only when read. ``micro_batch`` and ``seq_len`` may be numpy arrays (one entry
+per point of a group): the same arithmetic then runs element-wise, with the same operations in the
+same order, so each entry equals the answer for that point alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+import numpy as np
 
 from workbench.core.model import Head, ModelArchitecture, NormKind, PositionEmbedding
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario
@@ -665,12 +671,40 @@ def _hybrid_kinds(
     return kinds, envelope
 
 
+#: An int, or an int64 (or, near the input limits, object) array with one entry per point.
+Ints = Any
+#: A float, or a float64 array with one entry per point.
+Floats = Any
+
+
+def _maximum(a: Floats, b: Floats) -> Floats:
+    """``max(a, b)``, element-wise when either is an array."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _exact(micro_batch: Ints, seq_len: Ints) -> tuple[Ints, Ints]:
+    """The point arrays in a dtype whose integer products stay exact, as Python's ints are.
+
+    The largest integer products here are a batch times a squared length (the eager mask, a
+    recurrent mixer's chunk matrices) or times a length and a few model widths; int64 holds them
+    except at the far corner of the input limits, where the arrays become Python ints (object
+    arrays: slower, still exact)."""
+    batch = int(np.max(np.abs(micro_batch))) if np.size(micro_batch) else 1
+    length = (int(np.max(np.abs(seq_len))) if np.size(seq_len) else 1) + 1024
+    if batch * length * length * 2**16 < 2**62 and batch * length * 2**40 < 2**62:
+        return micro_batch, seq_len
+    as_ints = lambda v: v.astype(object) if isinstance(v, np.ndarray) else v  # noqa: E731
+    return as_ints(micro_batch), as_ints(seq_len)
+
+
 def activation_memory(
     model: ModelArchitecture,
     scenario: Scenario,
     *,
-    micro_batch: int,
-    seq_len: int,
+    micro_batch: Ints,
+    seq_len: Ints,
     tp: int,
     sequence_parallel: bool,
     layers: int,
@@ -684,8 +718,15 @@ def activation_memory(
 
     Answers are kept per distinct input (the result is frozen, so it is shared): the memory
     plugin's layout search asks about several TP degrees per estimate, and a sweep asks the same
-    questions again for every GPU and precision it varies.
+    questions again for every GPU and precision it varies. Arrays of points are not kept (a group
+    asks once per stage kind; only the per-model block sizes are shared, by :func:`_cached_block`).
     """
+    if isinstance(micro_batch, np.ndarray) or isinstance(seq_len, np.ndarray):
+        micro_batch, seq_len = _exact(micro_batch, seq_len)
+        return _activation_memory(
+            model, scenario, micro_batch=micro_batch, seq_len=seq_len, tp=tp,
+            sequence_parallel=sequence_parallel, layers=layers, first_stage=first_stage, last_stage=last_stage,
+        )  # fmt: skip
     given = scenario.assumptions
     key = (
         id(model), scenario.dtype, scenario.workload, scenario.method, scenario.lora_targets,
@@ -715,8 +756,8 @@ def _activation_memory(
     model: ModelArchitecture,
     scenario: Scenario,
     *,
-    micro_batch: int,
-    seq_len: int,
+    micro_batch: Ints,
+    seq_len: Ints,
     tp: int,
     sequence_parallel: bool,
     layers: int,
@@ -733,18 +774,18 @@ def _activation_memory(
 
     t = float(tp)
     sp = t if sequence_parallel else 1.0
-    tokens = float(micro_batch * seq_len)
+    tokens = _float(micro_batch * seq_len)
     heads_s = model.num_attention_heads * seq_len / t  # score elements per token on this rank
     vocab = model.vocab_size / t if model.head is not Head.BASE else 0.0
     h = model.hidden_size
 
     if not training:
         attn = blk.peak_attn + blk.peak_score * model.num_attention_heads * seq_len
-        workspace = tokens * (blk.peak_rep / sp + max(attn, blk.peak_ffn) / t)
+        workspace = tokens * (blk.peak_rep / sp + _maximum(attn, blk.peak_ffn) / t)
         embedding = tokens * _INDEX if first_stage else 0.0
         head = 0.0
         if last_stage:
-            rows = tokens if given.get(ALL_LOGITS, 0.0) >= 0.5 else float(micro_batch)
+            rows = tokens if given.get(ALL_LOGITS, 0.0) >= 0.5 else _float(micro_batch)
             head = rows * vocab * (dt + 4.0)
         return ActivationBreakdown(
             0.0,
@@ -775,7 +816,7 @@ def _activation_memory(
         n = float(model.num_layers)
         block = sum(c * size for c, size, _ in sizes) / n
         scores = sum(c * sc for c, _, sc in sizes) / n
-        largest = max(size for _, size, _ in sizes)
+        largest = reduce(_maximum, (size for _, size, _ in sizes))
     else:
         scores = tokens * blk.score * heads_s
         block = tokens * (blk.rep / sp + blk.split / t + blk.kvh * kv_rank) + scores
@@ -791,19 +832,19 @@ def _activation_memory(
             # blocks after the first read the fp32 residual stream (the first, the embedding's output)
             per_layer = tokens * 4.0 * h / sp
             if first_stage:
-                eager_mask -= tokens * (4.0 - dt) * h / sp
+                eager_mask = eager_mask - (tokens * (4.0 - dt) * h / sp)
         workspace = largest
         if model.shared_blocks is not None and not megatron:
             # Zamba2: what the checkpoints of the shared-block layers bind in (shared_blocks module).
             each, once = shared_blocks.recompute_bytes(model, dt)
-            per_layer += tokens * each / sp * len(model.shared_blocks.layers) / model.num_layers
-            eager_mask += tokens * once / sp
+            per_layer = per_layer + (tokens * each / sp * len(model.shared_blocks.layers) / model.num_layers)
+            eager_mask = eager_mask + (tokens * once / sp)
         has_attention = not model.is_hybrid or model.attention_layers > 0
         if attention_kernel(model, scenario.attention) is AttentionKernel.EAGER and not megatron and has_attention:
             # The (b, 1, s, s) additive causal mask each checkpointed block is called with; models
             # that mix sliding-window and full layers build one of each (transformers'
             # create_sliding_window_causal_mask next to create_causal_mask), both bound in.
-            eager_mask += micro_batch * seq_len * seq_len * dt * _mask_kinds(model)
+            eager_mask = eager_mask + (micro_batch * seq_len * seq_len * dt * _mask_kinds(model))
     elif recompute is Recompute.SELECTIVE:
         per_layer = block - scores
     else:
@@ -813,14 +854,14 @@ def _activation_memory(
     embedding = eager_mask
     if first_stage:
         if not megatron and not frozen:  # a trainable embedding keeps the token ids
-            embedding += tokens * _INDEX
+            embedding = embedding + (tokens * _INDEX)
             if model.position_embedding is PositionEmbedding.LEARNED:
-                embedding += seq_len * _INDEX
+                embedding = embedding + (seq_len * _INDEX)
         if dropout.embedding:
-            embedding += tokens * mask * h / sp
+            embedding = embedding + (tokens * mask * h / sp)
     if model.position_embedding is PositionEmbedding.ROPE and not megatron:
         rope = model.mla.qk_rope_head_dim if model.mla is not None else model.head_dim
-        embedding += 2.0 * seq_len * rope * dt
+        embedding = embedding + (2.0 * seq_len * rope * dt)
 
     head = loss = 0.0
     if last_stage:
@@ -828,12 +869,12 @@ def _activation_memory(
         if model.final_norm:
             norm = _norm(model.norm_kind, family.startswith(_FP32_WEIGHT_NORM), h, 1.0, dt, megatron, frozen)
             if fp32_residual:
-                norm += (4.0 - dt) * h  # the fp32 residual stream's norm casts back to fp32
+                norm = norm + ((4.0 - dt) * h)  # the fp32 residual stream's norm casts back to fp32
         head_in = 0.0 if frozen else dt * h  # a frozen LM head does not keep its input
         labels = _INDEX if vocab and not megatron else 0.0
         head = tokens * ((norm + head_in) / sp + 4.0 * vocab + labels)
         if model.final_logit_softcap:
-            head += tokens * vocab * dt  # tanh's output, kept for backward
+            head = head + (tokens * vocab * dt)  # tanh's output, kept for backward
         if megatron:
             loss = tokens * vocab * (dt + 4.0)  # the dt logits and their fp32 copy
         else:
@@ -847,10 +888,13 @@ def _activation_memory(
     ffn_grads = tokens * (blk.grad_rep / sp + blk.grad_split / t)
     attn_grads = tokens * blk.grad_score * heads_s
     if recompute is Recompute.SELECTIVE:
-        attn_grads += scores
-    if attn_grads:
-        attn_grads -= tokens * ((blk.ffn_rep + blk.big_rep) / sp + (blk.ffn_split + blk.big_split) / t)
-    backward = max(ffn_grads, attn_grads) + workspace - head
+        attn_grads = attn_grads + (scores)
+    freed = tokens * ((blk.ffn_rep + blk.big_rep) / sp + (blk.ffn_split + blk.big_split) / t)
+    if isinstance(attn_grads, np.ndarray):
+        attn_grads = np.where(attn_grads != 0.0, attn_grads - freed, attn_grads)
+    elif attn_grads:
+        attn_grads = attn_grads - (freed)
+    backward = _maximum(ffn_grads, attn_grads) + workspace - head
     total = per_layer * layers + embedding + head + workspace
     return ActivationBreakdown(
         per_layer,
@@ -859,9 +903,14 @@ def _activation_memory(
         head,
         total,
         workspace,
-        max(loss, backward, 0.0),
+        _maximum(_maximum(loss, backward), 0.0),
         ("train", micro_batch, seq_len, tp, sequence_parallel, blk, dt, recompute),
     )
+
+
+def _float(value: Ints) -> Floats:
+    """``float(value)``, element-wise for an array."""
+    return value.astype(np.float64) if isinstance(value, np.ndarray) else float(value)
 
 
 def korthikanti_per_layer(

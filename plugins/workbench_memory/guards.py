@@ -5,8 +5,9 @@ from __future__ import annotations
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Offload, Recompute, Scenario
 from workbench.core.units import format_bytes, format_count
-from workbench.engine.estimator import EstimateContext, EstimatorInfo
-from workbench.engine.quantity import Outputs, Warning
+from workbench.engine.estimator import EstimatorInfo
+from workbench.engine.points import PointOutputs, PointsContext, PointWarning
+from workbench.engine.quantity import Warning
 
 #: Display names of the memory parts, by result key suffix.
 PART_NAMES = {
@@ -199,9 +200,10 @@ class LayoutChecks:
         description="TP/PP/EP divisibility, KV-head replication, MoE sizing and offload guard-rails.",
     )
 
-    def estimate(self, ctx: EstimateContext) -> Outputs:
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        # Layout and model alone decide these: every point of the group gets the same warnings.
         warnings = layout_warnings(ctx.model, ctx.scenario)
         moe = moe_warning(ctx.model, ctx.params.total, ctx.params.active)
         if moe is not None:
             warnings.append(moe)
-        return Outputs(warnings=warnings)
+        return PointOutputs(warnings=[PointWarning(w.code, w.message, w.severity, w.fix) for w in warnings])

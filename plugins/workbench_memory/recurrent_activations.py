@@ -26,7 +26,27 @@ Tensor parallelism splits all of it by heads (vLLM and Megatron-LM shard the mix
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from workbench.core.model import RecurrentKind, RecurrentMixer
+
+#: ``batch`` and ``tokens`` below are ints or numpy arrays (one entry per point of a group): the
+#: arithmetic is the same, element-wise.
+Ints = Any
+
+
+def _float(value: Ints) -> Any:
+    """``float(value)``, element-wise for an array."""
+    return value.astype(np.float64) if isinstance(value, np.ndarray) else float(value)
+
+
+def _one_chunk_more(chunks: Ints, several: float, one: float) -> Any:
+    """``several`` where there is more than one chunk, else ``one`` (element-wise for arrays)."""
+    if isinstance(chunks, np.ndarray):
+        return np.where(chunks > 1, several, one)
+    return several if chunks > 1 else one
 
 
 def _chunks(m: RecurrentMixer, tokens: int) -> tuple[int, int]:
@@ -40,18 +60,19 @@ def mamba2_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float
     h, p, n, g, k = m.heads, m.head_dim, m.state_size, m.groups, m.conv_kernel
     inner, conv = h * p, m.conv_channels
     fp32 = dt == 4.0
-    N, NL = float(batch * tokens), float(batch * c * q)
+    N, NL = _float(batch * tokens), _float(batch * c * q)
     kept = N * (inner + conv + h) * dt + batch * conv * (tokens + k - 1) * dt
-    kept += N * h * (2.0 * dt + (4.0 if fp32 else 8.0))  # dt + bias, softplus; clamp or two fp32 copies
-    kept += N * (conv if fp32 else inner) * 4.0  # the conv's activation output, or x's fp32 copy
+    # dt + bias, softplus; clamp or two fp32 copies
+    kept = kept + (N * h * (2.0 * dt + (4.0 if fp32 else 8.0)))
+    kept = kept + (N * (conv if fp32 else inner) * 4.0)  # the conv's activation output, or x's fp32 copy
     scan = 4.0 * NL * inner + 5.0 * NL * h * n + 2.0 * NL * h
-    scan += 3.0 * batch * c * h * q * q + batch * h * (c + 1) ** 2
-    scan += batch * h * p * n * (2.0 * c + 1.0) + 2.0 * h
-    kept += 4.0 * scan + 2.0 * q * q + 2.0 * (c + 1) ** 2  # fp32, and the bool causal masks
+    scan = scan + (3.0 * batch * c * h * q * q + batch * h * (c + 1) ** 2)
+    scan = scan + (batch * h * p * n * (2.0 * c + 1.0) + 2.0 * h)
+    kept = kept + (4.0 * scan + 2.0 * q * q + 2.0 * (c + 1) ** 2)  # fp32, and the bool causal masks
     if not m.gated_norm:
         return kept + _silu_gate_bytes(m, batch, tokens, dt)
     gate_upcast = 0.0 if fp32 else N * inner * 4.0
-    kept += gate_upcast + 4.0 * (3.0 * N * inner + NL * inner + N * g) + N * inner * dt
+    kept = kept + (gate_upcast + 4.0 * (3.0 * N * inner + NL * inner + N * g) + N * inner * dt)
     return kept
 
 
@@ -78,14 +99,14 @@ def gated_deltanet_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) 
     c, q = _chunks(m, tokens)
     h, dk, dv, k = m.heads, m.state_size, m.head_dim, m.conv_kernel
     conv, values = m.conv_channels, h * dv
-    N, NL = float(batch * tokens), float(batch * c * q)
+    N, NL = _float(batch * tokens), _float(batch * c * q)
     kept = N * conv * dt + batch * conv * (tokens + k - 1) * dt + N * h * dt + 2.0 * h * 4.0
-    kept += 2.0 * N * h * 4.0  # the decay's input after its bias, and its softplus
-    kept += 2.0 * N * h * (dk + 1.0) * 4.0  # q and k in fp32 (l2norm's input) and their rsqrt
+    kept = kept + (2.0 * N * h * 4.0)  # the decay's input after its bias, and its softplus
+    kept = kept + (2.0 * N * h * (dk + 1.0) * 4.0)  # q and k in fp32 (l2norm's input) and their rsqrt
     scan = 5.0 * batch * h * c * q * q + 6.0 * NL * h * dk
-    scan += 3.0 * NL * h * dv + 4.0 * NL * h + batch * h * c + c * batch * h * dk * dv
-    kept += 4.0 * scan + q * q
-    kept += N * values * (12.0 + 3.0 * dt) + N * h * 4.0
+    scan = scan + (3.0 * NL * h * dv + 4.0 * NL * h + batch * h * c + c * batch * h * dk * dv)
+    kept = kept + (4.0 * scan + q * q)
+    kept = kept + (N * values * (12.0 + 3.0 * dt) + N * h * 4.0)
     return kept
 
 
@@ -111,14 +132,14 @@ def mamba1_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float
     # described otherwise has no dt rank to keep.
     rank = m.projections[2][0] if len(m.projections) == 4 else 0
     fp32 = dt == 4.0
-    N = float(batch * tokens)
+    N = _float(batch * tokens)
     kept = N * 2.0 * inner * dt + batch * inner * (tokens + k - 1) * dt
-    kept += N * inner * (7.0 * 4.0 if fp32 else 6.0 * dt + 2.0 * 4.0)
-    kept += N * (rank + 2.0 * n) * 4.0 + 3.0 * N * 4.0 + N * (3.0 * n + 2.0 * rank) * dt + N * n * 4.0
-    kept += 2.0 * N * inner * n * 4.0
+    kept = kept + (N * inner * (7.0 * 4.0 if fp32 else 6.0 * dt + 2.0 * 4.0))
+    kept = kept + (N * (rank + 2.0 * n) * 4.0 + 3.0 * N * 4.0 + N * (3.0 * n + 2.0 * rank) * dt + N * n * 4.0)
+    kept = kept + (2.0 * N * inner * n * 4.0)
     state = batch * inner * n
-    kept += state * (tokens + 1) * 4.0 if fp32 else state * ((tokens - 1) * 4.0 + (tokens + 1) * dt)
-    kept += 2.0 * inner * n * 4.0 + (0.0 if fp32 else inner * 4.0)
+    kept = kept + (state * (tokens + 1) * 4.0 if fp32 else state * ((tokens - 1) * 4.0 + (tokens + 1) * dt))
+    kept = kept + (2.0 * inner * n * 4.0 + (0.0 if fp32 else inner * 4.0))
     return kept
 
 
@@ -128,7 +149,7 @@ def short_conv_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> f
     reads, the conv output before its causal slice, and the out-projection's contiguous input,
     all in the model dtype."""
     h, k = m.conv_channels, m.conv_kernel
-    N = float(batch * tokens)
+    N = _float(batch * tokens)
     return N * 3.0 * h * dt + N * h * dt + batch * h * (tokens + k - 1) * dt + N * h * dt
 
 
@@ -153,13 +174,13 @@ def kda_bytes(m: RecurrentMixer, batch: int, tokens: int, dt: float) -> float:
     c, q = _chunks(m, tokens)
     h, d, conv, k = m.heads, m.head_dim, m.conv_channels, m.conv_kernel
     w = h * d
-    N, NL, bhc = float(batch * tokens), float(batch * c * q), float(batch * h * c)
+    N, NL, bhc = _float(batch * tokens), _float(batch * c * q), _float(batch * h * c)
     scan = 3.0 * bhc * q * q * d + bhc * (q - 1) * q * (q + 1) / 3.0 + 2.0 * bhc * q * q
-    scan += 8.0 * NL * h * d + (5.0 * c - (2.0 if c > 1 else 3.0)) * batch * h * q * d
-    scan += bhc * d * d + bhc * d + NL * h
+    scan = scan + (8.0 * NL * h * d + (5.0 * c - _one_chunk_more(c, 2.0, 3.0)) * batch * h * q * d)
+    scan = scan + (bhc * d * d + bhc * d + NL * h)
     kept = 4.0 * scan + 3.0 * q * q
-    kept += 9.0 * N * w * 4.0 + N * w + 3.0 * N * h * 4.0 + N * h * dt
-    kept += batch * conv * (tokens + k - 1) * dt + N * conv * dt + N * w * dt + 2.0 * N * d * dt
+    kept = kept + (9.0 * N * w * 4.0 + N * w + 3.0 * N * h * 4.0 + N * h * dt)
+    kept = kept + (batch * conv * (tokens + k - 1) * dt + N * conv * dt + N * w * dt + 2.0 * N * d * dt)
     return kept + (0.0 if dt == 4.0 else d * 4.0) + 2.0 * h * 4.0  # an fp32 copy of a d-wide bias
 
 

@@ -29,10 +29,12 @@ Every ZeRO-sharded amount is kept as a coefficient of ``1 / dp``, so a stage's m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from math import ceil
 from typing import Any
+
+import numpy as np
 
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import FinetuneMethod, Offload, Optimizer, PipelineSchedule, Scenario
@@ -46,9 +48,28 @@ from workbench_memory.weights import WeightBytes, weight_bytes
 ActivationFn = Callable[..., Any]
 
 
+#: A per-point amount: a Python number shared by every point of a group, or a numpy array with one
+#: entry per point (a point group's batch, lengths and everything that follows from them).
+PerPoint = Any
+
+
+def pick(value: PerPoint, i: int) -> Any:
+    """Point ``i`` of a per-point amount, as the Python number the scalar arithmetic gave."""
+    return value[i].item() if isinstance(value, np.ndarray) else value
+
+
+def as_float(value: PerPoint) -> PerPoint:
+    """``float(value)``, element-wise for an array (object arrays hold exact Python ints)."""
+    return value.astype(np.float64) if isinstance(value, np.ndarray) else float(value)
+
+
 @dataclass(slots=True)
 class Plan:
-    """What a layout evaluation reads, taken from the scenario and assumptions once per estimate."""
+    """What a layout evaluation reads, taken from the scenario and assumptions once per point group.
+
+    ``batch``, ``activation_seq``, ``tokens`` and ``micro_batches`` hold one entry per point (numpy
+    arrays); :meth:`at` gives one point's plan in Python numbers (formulas, the layout search).
+    """
 
     model: ModelArchitecture
     scenario: Scenario
@@ -64,17 +85,31 @@ class Plan:
     kv_bytes: float
     kv_decompressed: bool
     tokens: KvTokens
-    batch: int
+    batch: PerPoint
     cuda_context: float
     nccl: float
     fragmentation: float
-    activation_seq: int
+    activation_seq: PerPoint
     activation_fn: ActivationFn | None
     #: Micro-batches per optimizer step when the scenario fixes a global batch (None: fill the pipeline).
-    micro_batches: int | None = None
+    micro_batches: PerPoint | None = None
     schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     virtual_stages: int = 1
-    _activations: dict[tuple[int, bool, bool], tuple[float, float, float]] = field(default_factory=dict)
+    _activations: dict[tuple[int, bool, bool], tuple[PerPoint, PerPoint, PerPoint]] = field(
+        default_factory=dict
+    )
+
+    def at(self, i: int) -> Plan:
+        """Point ``i`` alone, in Python numbers (its own activation answers)."""
+        t = self.tokens
+        return replace(
+            self,
+            tokens=KvTokens(pick(t.full, i), pick(t.sliding, i), pick(t.cross, i), t.block),
+            batch=pick(self.batch, i),
+            activation_seq=pick(self.activation_seq, i),
+            micro_batches=None if self.micro_batches is None else pick(self.micro_batches, i),
+            _activations={},
+        )
 
     def activation_breakdown(self, tp: int, layers: int, first: bool, last: bool) -> Any:
         """The activation model's answer for one micro-batch on a stage (None without one)."""
@@ -109,9 +144,9 @@ class Plan:
             if b is None:
                 hit = (0.0, 0.0, 0.0)
             elif self.training:
-                hit = (float(b.per_layer), float(b.embedding + b.head), float(b.transient))
+                hit = (as_float(b.per_layer), as_float(b.embedding + b.head), as_float(b.transient))
             else:
-                hit = (0.0, 0.0, float(b.total))
+                hit = (0.0, 0.0, as_float(b.total))
             self._activations[key] = hit
         per_layer, ends, once = hit
         return per_layer * layers + ends, once
@@ -125,15 +160,18 @@ class Plan:
         self.activations(tp, 1, True, True)
         return self._activations[(tp, True, True)][0]
 
-    def inflight(self, stage: int, pp: int) -> float:
+    def inflight(self, stage: int, pp: int) -> PerPoint:
         """Micro-batches whose activations stage ``stage`` keeps at its peak."""
         if not self.training or pp == 1:
             return 1.0
         # Without a global batch, assume enough micro-batches to fill the pipeline.
         micro = pp if self.micro_batches is None else self.micro_batches
         if self.schedule is PipelineSchedule.GPIPE:
-            return float(micro)
-        held = float(min(pp - stage, micro))
+            return as_float(micro)
+        if isinstance(micro, np.ndarray):
+            held = np.minimum(pp - stage, micro).astype(np.float64)
+        else:
+            held = float(min(pp - stage, micro))
         if self.schedule is PipelineSchedule.INTERLEAVED:
             held *= 1 + (pp - 1) / (pp * self.virtual_stages)
         return held
@@ -144,14 +182,19 @@ def make_plan(
     scenario: Scenario,
     values: Callable[[str], float],
     activation_fn: ActivationFn | None,
+    points: Mapping[str, np.ndarray],
 ) -> Plan:
-    """``values(id)`` reads an assumption (the engine's AssumptionSet records what was read)."""
+    """``values(id)`` reads an assumption (the engine's AssumptionSet records what was read);
+    ``points`` holds the group's batch sizes and lengths (int64 arrays, one entry per point, or
+    the Python ints of a group of one)."""
     c = model_constants(model)
     training = scenario.is_training
     par = scenario.parallel
-    seq = scenario.seq_len
+    seq = points["seq_len"]
     if not training and scenario.serving.chunked_prefill:
-        seq = min(seq, scenario.serving.prefill_chunk_tokens)
+        chunk = scenario.serving.prefill_chunk_tokens
+        seq = np.minimum(seq, chunk) if isinstance(seq, np.ndarray) else min(seq, chunk)
+    batch = points["batch_size"]
     return Plan(
         model=model,
         scenario=scenario,
@@ -175,15 +218,16 @@ def make_plan(
         live_layers=values("memory.zero3_live_layers") if training and par.zero_stage == 3 else 0.0,
         kv_bytes=scenario.kv_cache_dtype.bytes,
         kv_decompressed=c.mla and values("memory.kv_mla_decompressed") >= 0.5,
-        tokens=kv_tokens(c, scenario),
-        batch=scenario.batch_size,
+        tokens=kv_tokens(c, scenario, points["seq_len"], points["gen_len"]),
+        batch=batch,
         cuda_context=values("memory.cuda_context_gib") * GiB,
         nccl=values("memory.nccl_gib_per_group") * GiB,
         fragmentation=values("memory.fragmentation"),
         activation_seq=seq,
         activation_fn=activation_fn,
         # Read once here: the layout search asks for in-flight micro-batches per stage and layout.
-        micro_batches=scenario.grad_accumulation_steps if scenario.global_batch_size else None,
+        # (Scenario.grad_accumulation_steps, per point)
+        micro_batches=scenario.global_batch_size // (batch * par.dp) if scenario.global_batch_size else None,
         schedule=par.pipeline_schedule,
         virtual_stages=par.virtual_stages,
     )
@@ -191,7 +235,11 @@ def make_plan(
 
 @dataclass(slots=True)
 class Stage:
-    """One rank of one pipeline stage. Sharded amounts are ``coef / dp``."""
+    """One rank of one pipeline stage. Sharded amounts are ``coef / dp``.
+
+    What depends on the batch or the lengths (activations, KV cache, recurrent state) holds one
+    entry per point of the group; :meth:`at` gives one point's stage in Python numbers.
+    """
 
     index: int
     first: int  # first block index
@@ -209,20 +257,24 @@ class Stage:
     grads_coef: float
     opt_fixed: float
     opt_coef: float
-    micro_activations: float  # kept per in-flight micro-batch
-    once_activations: float  # the step's transient peak (training) or the forward workspace (inference)
-    inflight: float
-    kv: float
-    kv_per_sequence: float
-    state: float  # recurrent state of the batch (inference)
+    micro_activations: PerPoint  # kept per in-flight micro-batch
+    once_activations: PerPoint  # the step's transient peak (training) or the forward workspace (inference)
+    inflight: PerPoint
+    kv: PerPoint
+    kv_per_sequence: PerPoint
+    state: PerPoint  # recurrent state of the batch (inference)
     state_per_sequence: float
     comm: float  # CUDA context + NCCL groups other than DP
     dp_comm: float  # the DP group's NCCL buffers (training, dp > 1)
     #: micro_activations x inflight + once_activations (kept as a field: the layout search reads it often)
-    activations: float = field(init=False)
+    activations: PerPoint = field(init=False)
 
     def __post_init__(self) -> None:
         self.activations = self.micro_activations * self.inflight + self.once_activations
+
+    def at(self, i: int) -> Stage:
+        """Point ``i`` alone, in Python numbers."""
+        return Stage(**{f.name: pick(getattr(self, f.name), i) for f in _STAGE_FIELDS})
 
     def weights(self, dp: int) -> float:
         return self.weights_fixed + self.weights_coef / dp
@@ -254,7 +306,7 @@ class Stage:
     def coef(self) -> float:
         return self.weights_coef + self.grads_coef + self.opt_coef
 
-    def total(self, dp: int, fragmentation: float) -> float:
+    def total(self, dp: PerPoint, fragmentation: float) -> PerPoint:
         # weights(dp) + grads(dp) + optimizer(dp) + activations + kv + state + overhead(dp), written out
         # (same terms, same order) because the layout search calls it for every stage it tries.
         activations = self.activations
@@ -265,8 +317,17 @@ class Stage:
             + activations
             + self.kv
             + self.state
-            + (self.comm + (self.dp_comm if dp > 1 else 0.0) + fragmentation * activations)
+            + (self.comm + self._dp_group(dp) + fragmentation * activations)
         )
+
+    def _dp_group(self, dp: PerPoint) -> PerPoint:
+        """The DP group's buffers at ``dp`` ranks (the layout search tries a DP degree per point)."""
+        if isinstance(dp, np.ndarray):
+            return np.where(dp > 1, self.dp_comm, 0.0)
+        return self.dp_comm if dp > 1 else 0.0
+
+
+_STAGE_FIELDS = tuple(f for f in fields(Stage) if f.init)
 
 
 def expert_share(c: ModelConstants, tp: int, ep: int, worst: bool) -> float:
@@ -412,26 +473,57 @@ def build_stages(p: Plan, tp: int, pp: int, ep: int, worst: bool = True) -> list
     return list(iter_stages(p, tp, pp, ep, worst))
 
 
-def min_dp(stages: Iterable[Stage], usable: float, fragmentation: float, floor: int, cap: int) -> int | None:
-    """Fewest DP ranks (>= floor) at which every stage fits ``usable``; None when none up to ``cap``.
+def min_dp(
+    stages: Iterable[Stage], usable: float, fragmentation: float, floor: int, cap: int, n: int
+) -> np.ndarray:
+    """Fewest DP ranks (>= floor) at which every stage fits ``usable``, per point of the stages'
+    group (0: none up to ``cap``).
 
-    One pass; stops at the first stage that cannot fit at any DP degree (its unsharded part alone
-    exceeds ``usable``), so hopeless layouts cost one stage.
+    One pass; a point whose stage cannot fit at any DP degree (its unsharded part alone exceeds
+    ``usable``) is settled as 0 there, and once every point is settled so the later stages are
+    not even built (hopeless layouts cost one stage).
     """
+    need = np.full(n, floor, dtype=np.int64)
+    dead = np.zeros(n, dtype=bool)
     seen: list[Stage] = []
-    need = floor
     for s in stages:
         seen.append(s)
-        if floor == 1 and s.total(1, fragmentation) <= usable:
-            continue
+        counting = ~dead
+        if floor == 1:
+            counting &= np.logical_not(s.total(1, fragmentation) <= usable)
         room = usable - s.fixed(fragmentation)
         coef = s.coef
-        if room < 0 or (room == 0 and coef > 0):
-            return None
-        need = max(need, 2, ceil(coef / room) if coef > 0 else 0)
+        hopeless = counting & ((room < 0) | ((room == 0) & (coef > 0)))
+        dead |= hopeless
+        if dead.all():
+            return np.zeros(n, dtype=np.int64)
+        counting &= ~hopeless
+        if coef > 0:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                # ceil(coef / room) beyond the cap settles nothing but "none": clip before the int
+                ratio = np.ceil(np.where(counting, coef / np.where(counting, room, 1.0), 0.0))
+            shards = np.minimum(ratio, cap + 1.0).astype(np.int64)
+        else:
+            shards = 0
+        need = np.where(counting, np.maximum(need, np.maximum(2, shards)), need)
+    found = np.zeros(n, dtype=np.int64)
+    open_ = ~dead
     for candidate in (need, need + 1):  # the next one covers float rounding at the boundary
-        if candidate > cap:
-            return None
-        if all(s.total(candidate, fragmentation) <= usable for s in seen):
-            return candidate
-    return None
+        trying = open_ & (candidate <= cap)
+        open_ &= candidate <= cap  # past the cap: none (and the next candidate is larger still)
+        if not trying.any():
+            break
+        dp = np.where(trying, candidate, 1)
+        fits = trying & _every_stage(seen, dp, usable, fragmentation, n)
+        found = np.where(fits, candidate, found)
+        open_ &= ~fits
+    return found
+
+
+def _every_stage(
+    stages: list[Stage], dp: np.ndarray, usable: float, fragmentation: float, n: int
+) -> np.ndarray:
+    out = np.ones(n, dtype=bool)
+    for s in stages:
+        out &= s.total(dp, fragmentation) <= usable
+    return out

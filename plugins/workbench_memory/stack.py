@@ -16,14 +16,17 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from workbench.core.units import format_bytes
 from workbench.engine.assumptions import Assumption
-from workbench.engine.estimator import EstimateContext, EstimatorInfo
-from workbench.engine.quantity import Outputs, Quantity, Warning, q
+from workbench.engine.estimator import EstimatorInfo
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.quantity import Warning
 from workbench_memory import assumptions as A
-from workbench_memory.fit import MAX_GPUS, fewest_gpus, max_concurrency
+from workbench_memory.fit import MAX_GPUS, Fit, fewest_gpus, max_concurrency
 from workbench_memory.guards import out_of_memory
-from workbench_memory.sharding import Plan, Stage, build_stages, make_plan
+from workbench_memory.sharding import Plan, Stage, build_stages, make_plan, pick
 
 PARTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "recurrent_state", "overhead")
 _LABELS = {
@@ -217,17 +220,32 @@ class MemoryStackEstimator:
         "most-loaded and the average GPU under TP/PP/DP/EP, ZeRO and offload; fit and fewest GPUs.",
     )
 
-    def estimate(self, ctx: EstimateContext) -> Outputs:
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         scenario = ctx.scenario
         par = scenario.parallel
         tp, pp, ep, dp = par.tp, par.pp, par.ep, par.dp
+        n = ctx.n
         activation_fn, missing = activation_function()
-        p = make_plan(ctx.model, scenario, ctx.assumptions.__getitem__, activation_fn)
+        # A group of one point runs on its Python ints: the same arithmetic, without numpy's cost
+        # per operation, which a single estimate (the GUI, the solvers' many runs) would pay.
+        points = ctx.points if n > 1 else {name: int(values[0]) for name, values in ctx.points.items()}
+        p = make_plan(ctx.model, scenario, ctx.assumptions.__getitem__, activation_fn, points)
         ctx.assumptions.read(_ACTIVATION_IDS)  # the activation model reads them from the scenario itself
         frag = p.fragmentation
         stages = build_stages(p, tp, pp, ep)
-        worst = stages[0] if pp == 1 else max(stages, key=lambda s: s.total(dp, frag))
-        parts = stage_parts(worst, dp, frag)
+        # The most-loaded stage may differ from point to point (the batch moves activations and KV
+        # against the fixed weights): pick it per point, the first of equals as max() did.
+        if pp == 1:
+            worst_index: Any = 0
+            parts = stage_parts(stages[0], dp, frag)
+        else:
+            worst_index = np.argmax(np.stack([_full(s.total(dp, frag), n) for s in stages]), axis=0)
+            if (worst_index == worst_index[0]).all():
+                worst_index = int(worst_index[0])
+                parts = stage_parts(stages[worst_index], dp, frag)
+            else:
+                rows = np.stack([np.stack([_full(v, n) for v in stage_parts(s, dp, frag)]) for s in stages])
+                parts = tuple(rows[worst_index, k, np.arange(n)] for k in range(len(PARTS)))
         total = sum(parts)
         # A run for a few keys (a sweep) skips what nobody reads: the average rank, the fewest-GPUs
         # search (and the out-of-memory warning that names its answer), unread quantities. The
@@ -238,11 +256,11 @@ class MemoryStackEstimator:
         if pp == 1 and not uneven_experts:
             average = parts
         elif any(map(want, _AVERAGE_KEYS)):
-            rows = [
+            rows_avg = [
                 stage_parts(s, dp, frag)
                 for s in (build_stages(p, tp, pp, ep, worst=False) if uneven_experts else stages)
             ]
-            average = tuple(sum(column) / pp for column in zip(*rows))
+            average = tuple(sum(column) / pp for column in zip(*rows_avg))
         else:
             average = (0.0,) * len(PARTS)  # not read
         average_total = sum(average)
@@ -253,119 +271,127 @@ class MemoryStackEstimator:
         fits = total <= usable
         headroom = usable - total
         searched = want("memory.min_gpus")
-        fit = fewest_gpus(p, tp, pp, ep, usable, ctx.cluster.node.gpus_per_node, stages) if searched else None
-        concurrency = None
+        gpus_per_node = ctx.cluster.node.gpus_per_node
+        fit = fewest_gpus(p, tp, pp, ep, usable, gpus_per_node, stages, n) if searched else None
+        concurrency: Any = None
         if not p.training and want("kv_cache.max_concurrency"):
-            concurrency = max_concurrency(stages, usable, dp, frag)
+            concurrency = max_concurrency(stages, usable, dp, frag, n)
 
         used, everything = _assumption_ids(p)
-        explain = _Explainer(p, worst, tp, pp, dp)
-        out: dict[str, Quantity] = {}
+
+        def stage_at(i: int) -> Stage:
+            return stages[pick(worst_index, i)].at(i)
+
+        def explain(i: int) -> _Explainer:
+            return _Explainer(p.at(i), stage_at(i), tp, pp, dp)
+
+        out: dict[str, Column] = {}
         for (name, per_key, per_label, avg_key, avg_label), value, avg, ids in zip(
             _KEYS, parts, average, used
         ):
             # partial() rather than a closure factory: built in C, and still rendered only on read
             if want(per_key):
-                out[per_key] = q(value, "B", per_label, partial(getattr(explain, name), value), ids)
+                formula = partial(_explain_part, explain, name, value)
+                out[per_key] = col(_value(value), "B", per_label, formula, ids)
             if want(avg_key):
-                out[avg_key] = q(avg, "B", avg_label, partial(_average_text, avg, pp, uneven_experts), ids)
+                out[avg_key] = col(
+                    _value(avg), "B", avg_label, partial(_average_formula, avg, pp, uneven_experts), ids
+                )
         if want("memory.per_gpu.total"):
-            out["memory.per_gpu.total"] = q(
-                total,
+            out["memory.per_gpu.total"] = col(
+                _value(total),
                 "B",
                 "Total per GPU (most-loaded)",
-                lambda: (
+                lambda i: (
                     " + ".join(
                         f"{_LABELS[k].lower()} {format_bytes(v)}"
-                        for k, v in zip(PARTS, parts)
+                        for k, v in zip(PARTS, (pick(part, i) for part in parts))
                         if v or k != "recurrent_state"
                     )
-                    + f" = {format_bytes(total)} ({_where(worst, pp)})"
+                    + f" = {format_bytes(pick(total, i))} ({_where(stage_at(i), pp)})"
                 ),
                 everything,
             )
         if want("memory.average_gpu.total"):
-            out["memory.average_gpu.total"] = q(
-                average_total,
+            out["memory.average_gpu.total"] = col(
+                _value(average_total),
                 "B",
                 "Total per GPU (average)",
-                lambda: (
-                    " + ".join(format_bytes(v) for k, v in zip(PARTS, average) if v or k != "recurrent_state")
-                    + f" = {format_bytes(average_total)}"
+                lambda i: (
+                    " + ".join(
+                        format_bytes(v)
+                        for k, v in zip(PARTS, (pick(part, i) for part in average))
+                        if v or k != "recurrent_state"
+                    )
+                    + f" = {format_bytes(pick(average_total, i))}"
                 ),
                 everything,
             )
         gib = ctx.gpu.memory_gib
         if want("memory.gpu_capacity"):
-            out["memory.gpu_capacity"] = q(capacity, "B", "GPU memory", lambda: f"{gib:g} GiB x 2^30 B")
+            out["memory.gpu_capacity"] = col(capacity, "B", "GPU memory", lambda _: f"{gib:g} GiB x 2^30 B")
         if want("memory.usable_capacity"):
-            out["memory.usable_capacity"] = q(
+            out["memory.usable_capacity"] = col(
                 usable,
                 "B",
                 "Usable GPU memory",
                 (
-                    lambda: (
+                    lambda _: (
                         f"training: the whole {format_bytes(capacity)}; context, NCCL and fragmentation are "
                         "counted as overhead"
                     )
                 )
                 if p.training
                 else (
-                    lambda: (
+                    lambda _: (
                         f"{format_bytes(capacity)} x gpu_memory_utilization {utilization:g} (vLLM claims this "
                         f"fraction up front) = {format_bytes(usable)}"
                     )
                 ),
             )
         if want("memory.fits"):
-            out["memory.fits"] = q(
-                fits,
+            out["memory.fits"] = col(
+                _value(fits),
                 "",
                 "Fits in GPU memory",
-                lambda: f"{format_bytes(total)} {'<=' if fits else '>'} {format_bytes(usable)} usable",
-                everything,
-            )
-        if want("memory.headroom"):
-            out["memory.headroom"] = q(
-                headroom,
-                "B",
-                "Headroom on the most-loaded GPU",
-                lambda: f"{format_bytes(usable)} - {format_bytes(total)} = {format_bytes(headroom)}",
-                everything,
-            )
-        if searched:
-            out["memory.min_gpus"] = q(
-                fit.gpus if fit else None,
-                "GPUs",
-                "Fewest GPUs that fit",
-                (
-                    lambda: (
-                        f"TP {fit.tp} x PP {fit.pp} x DP {fit.dp} = {fit.gpus} (scenario's TP/PP/EP/ZeRO "
-                        "kept; DP "
-                        "added as ZeRO needs, then TP and PP doubled)"
-                    )
-                )
-                if fit
-                else (
-                    lambda: (
-                        f"no layout up to {MAX_GPUS} GPUs fits: the per-sequence or per-micro-batch memory alone "
-                        "exceeds a GPU"
-                    )
+                lambda i: (
+                    f"{format_bytes(pick(total, i))} {'<=' if pick(fits, i) else '>'} "
+                    f"{format_bytes(usable)} usable"
                 ),
                 everything,
             )
+        if want("memory.headroom"):
+            out["memory.headroom"] = col(
+                _value(headroom),
+                "B",
+                "Headroom on the most-loaded GPU",
+                lambda i: (
+                    f"{format_bytes(usable)} - {format_bytes(pick(total, i))} = "
+                    f"{format_bytes(pick(headroom, i))}"
+                ),
+                everything,
+            )
+        if fit is not None:
+            out["memory.min_gpus"] = col(
+                _optional_ints([f.gpus if f else None for f in fit]),
+                "GPUs",
+                "Fewest GPUs that fit",
+                partial(_min_gpus_formula, fit),
+                everything,
+            )
         if want("kv_cache.max_concurrency"):
-            out["kv_cache.max_concurrency"] = q(
+            tokens = points["seq_len"] + points["gen_len"]
+            out["kv_cache.max_concurrency"] = col(
                 concurrency,
                 "sequences",
                 "Concurrent sequences the KV cache holds",
-                _concurrency_formula(p, concurrency, scenario.seq_len + scenario.gen_len, usable),
+                partial(_concurrency_formula, p, concurrency, tokens, usable),
                 everything,
             )
-        warnings: list[Warning] = []
+        warnings: list[PointWarning] = []
         if missing:
             warnings.append(
-                Warning(
+                PointWarning(
                     "activations-unavailable",
                     f"The activation model could not be loaded ({missing}); activations are left out "
                     "of the totals.",
@@ -373,20 +399,91 @@ class MemoryStackEstimator:
                     "reinstall the workbench_memory plugin",
                 )
             )
-        if not fits and searched:
-            warnings.append(
-                out_of_memory(
-                    scenario,
-                    {k: v for k, v in zip(PARTS, parts) if v or k != "recurrent_state"},
-                    total,
-                    usable,
-                    worst.index,
-                    pp,
-                    fit.gpus if fit else None,
-                    (fit.tp, fit.pp, fit.dp) if fit else None,
-                )
-            )
-        return Outputs(out, warnings)
+        if fit is not None:
+            warnings.extend(_out_of_memory(scenario, parts, total, usable, fits, worst_index, pp, fit, n))
+        return PointOutputs(out, warnings)
+
+def _full(value: Any, n: int) -> np.ndarray:
+    """A per-point amount as an array of ``n`` entries."""
+    return value if isinstance(value, np.ndarray) else np.full(n, value)
+
+
+def _value(value: Any) -> Any:
+    """A column's values: the array, or the one Python number every point shares."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _optional_ints(values: list[int | None]) -> Any:
+    """Ints per point, some None: one shared value when all agree on None, else an array (object
+    where None and ints mix, so each point reads back its Python value)."""
+    if all(v is None for v in values):
+        return None
+    if any(v is None for v in values):
+        return np.array(values, dtype=object)
+    return np.array(values, dtype=np.int64)
+
+
+def _explain_part(explain: Callable[[int], _Explainer], name: str, value: Any, i: int) -> str:
+    return getattr(explain(i), name)(pick(value, i))
+
+
+def _average_formula(value: Any, pp: int, uneven_experts: bool, i: int) -> str:
+    return _average_text(pick(value, i), pp, uneven_experts)
+
+
+def _min_gpus_formula(fits: list[Fit | None], i: int) -> str:
+    fit = fits[i]
+    if fit:
+        return (
+            f"TP {fit.tp} x PP {fit.pp} x DP {fit.dp} = {fit.gpus} (scenario's TP/PP/EP/ZeRO "
+            "kept; DP "
+            "added as ZeRO needs, then TP and PP doubled)"
+        )
+    return (
+        f"no layout up to {MAX_GPUS} GPUs fits: the per-sequence or per-micro-batch memory alone "
+        "exceeds a GPU"
+    )
+
+
+def _out_of_memory(
+    scenario: Any,
+    parts: tuple[Any, ...],
+    total: Any,
+    usable: float,
+    fits: Any,
+    worst_index: Any,
+    pp: int,
+    fit: list[Fit | None],
+    n: int,
+) -> list[PointWarning]:
+    """The out-of-memory warning of each point that does not fit. Its fix names the point's largest
+    parts and fewest GPUs, so points are grouped by the fix they get (a warning's fix is one text);
+    the message is rendered per point when read."""
+    if fits is True or (isinstance(fits, np.ndarray) and fits.all()):
+        return []
+    failing = np.flatnonzero(~_full(fits, n))
+    by_fix: dict[str, list[int]] = {}
+    made: dict[int, Warning] = {}
+    for i in failing.tolist():
+        f = fit[i]
+        warning = out_of_memory(
+            scenario,
+            {k: v for k, v in zip(PARTS, (pick(part, i) for part in parts)) if v or k != "recurrent_state"},
+            pick(total, i),
+            usable,
+            pick(worst_index, i),
+            pp,
+            f.gpus if f else None,
+            (f.tp, f.pp, f.dp) if f else None,
+        )
+        made[i] = warning
+        by_fix.setdefault(warning.fix, []).append(i)
+    out = []
+    for fix, where in by_fix.items():
+        mask = np.zeros(n, dtype=bool)
+        mask[where] = True
+        out.append(PointWarning("out-of-memory", lambda i: made[i].message, "error", fix, mask))
+    return out
 
 
 def _always(key: str) -> bool:
@@ -435,17 +532,15 @@ def _average_text(value: float, pp: int, uneven_experts: bool) -> str:
     return f"{over}{experts} = {format_bytes(value)}"
 
 
-def _concurrency_formula(p: Plan, value: int | None, tokens: int, usable: float) -> Callable[[], str]:
-    def render() -> str:
-        if p.training:
-            return "training: no KV cache"
-        if value is None:
-            return "the model caches no keys or values"
-        paged = f", paged in blocks of {p.tokens.block} tokens" if p.tokens.block else ""
-        state = " + its recurrent state" if p.c.state[p.c.layers] else ""
-        return (
-            f"per rank: ({format_bytes(usable)} usable - weights - workspace - overhead) / KV of one "
-            f"{tokens}-token sequence{paged}{state}, fullest rank = {value}"
-        )
-
-    return render
+def _concurrency_formula(p: Plan, values: Any, tokens: Any, usable: float, i: int) -> str:
+    if p.training:
+        return "training: no KV cache"
+    value = pick(values, i)
+    if value is None:
+        return "the model caches no keys or values"
+    paged = f", paged in blocks of {p.tokens.block} tokens" if p.tokens.block else ""
+    state = " + its recurrent state" if p.c.state[p.c.layers] else ""
+    return (
+        f"per rank: ({format_bytes(usable)} usable - weights - workspace - overhead) / KV of one "
+        f"{pick(tokens, i)}-token sequence{paged}{state}, fullest rank = {value}"
+    )
