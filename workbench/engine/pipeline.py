@@ -134,6 +134,12 @@ class Engine:
         self._plans[key] = plan
         return plan
 
+    def runs_point_by_point(self, wanted: Iterable[str] | None = None) -> bool:
+        """Whether a run for ``wanted`` has a scalar estimator (run once per point of a group):
+        worth spreading big groups over processes. Array estimators alone are cheaper in one."""
+        steps, _ = self._steps_for(wanted if wanted is None else tuple(wanted))
+        return any(not is_array_estimator(est) for est, _, _ in steps)
+
     def _parameters(self, model: ModelArchitecture) -> ParameterCount:
         """Parameter counts per model, cached: sweeps estimate one model thousands of times."""
         hit = self._param_cache.get(id(model))

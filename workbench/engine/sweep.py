@@ -281,7 +281,14 @@ def sweep_chunks(
     keys = tuple(keys)
     variants = _Variants(base, axes, resolve)
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    parallel = workers > 1 and total >= PARALLEL_THRESHOLD and "fork" in mp.get_all_start_methods()
+    # Array estimators do a big group in microseconds per point: forking pays off only when some
+    # estimator of the run still goes point by point.
+    parallel = (
+        workers > 1
+        and total >= PARALLEL_THRESHOLD
+        and "fork" in mp.get_all_start_methods()
+        and engine.runs_point_by_point(keys)
+    )
     pool = None
     try:
         for block in _blocks(axes):
