@@ -21,7 +21,9 @@ class Basis:
     pricing: Pricing
     training: bool
     #: GPUs paid for, per point: whole numbers in float64 (every use multiplies them by a float,
-    #: which is what Python did with the int); print with :func:`gpus_at`.
+    #: which is what Python did with the int); printed as ``int(gpus[i])``. Formulas close over
+    #: such arrays, never over the Basis: it holds the columns, and the cycle would leave every
+    #: estimate to the cyclic garbage collector.
     gpus: np.ndarray
     price: float | None
     purchase: float | None
@@ -32,9 +34,6 @@ class Basis:
     idle_w: float | None
     values: dict[str, Column] = field(default_factory=dict)
     warnings: list[PointWarning] = field(default_factory=list)
-
-    def gpus_at(self, i: int) -> int:
-        return int(self.gpus[i])
 
 
 def usd(x: float | None) -> str:

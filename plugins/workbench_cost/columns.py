@@ -8,13 +8,28 @@ does, while the other points carry the price and its formula. :class:`PerPoint` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from workbench.engine.points import Column, PointsContext
 from workbench_cost.keys import label, unit
+
+
+#: Where something holds over a group: True (every point), False (no point), or a bool array
+#: that is true at some points only. Groups are usually uniform, and then a key is one plain column.
+Some = bool | np.ndarray
+
+
+def some(mask: np.ndarray) -> Some:
+    """``mask`` as :data:`Some`."""
+    count = np.count_nonzero(mask)
+    return True if count == mask.size else (False if count == 0 else mask)
+
+
+def negate(mask: Some) -> Some:
+    return (not mask) if isinstance(mask, bool) else ~mask
 
 
 def _number(value: object) -> float | None:
@@ -24,38 +39,41 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, np.ndarray]:
-    """``key``'s values as float64 (0.0 where there is no number) and the mask of points that have
-    one. No number: the key is absent (a run for a few keys that do not read it), None, a bool or
-    text at that point."""
+def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, Some]:
+    """``key``'s values as float64 (0.0 where there is no number) and where it has one. No number:
+    the key is absent (a run for a few keys that do not read it), None, a bool or text."""
     n = ctx.n
     if key not in ctx.values:
-        return np.zeros(n), np.zeros(n, dtype=bool)
+        return np.zeros(n), False
     values = ctx.value(key)
     if not isinstance(values, np.ndarray):  # one value shared by every point
         x = _number(values)
-        return (np.zeros(n), np.zeros(n, dtype=bool)) if x is None else (np.full(n, x), np.ones(n, dtype=bool))
+        return (np.zeros(n), False) if x is None else (np.full(n, x), True)
     kind = values.dtype.kind
     if kind in "fiu":
-        return values.astype(np.float64), np.ones(n, dtype=bool)
+        return np.asarray(values, dtype=np.float64), True  # read only: never written in place
     if kind != "O":  # bool or text arrays hold no numbers
-        return np.zeros(n), np.zeros(n, dtype=bool)
+        return np.zeros(n), False
     found = [_number(x) for x in values.tolist()]  # Nones among the numbers: point by point
     has = np.fromiter((x is not None for x in found), dtype=bool, count=n)
-    return np.array([0.0 if x is None else x for x in found], dtype=np.float64), has
+    return np.array([0.0 if x is None else x for x in found], dtype=np.float64), some(has)
 
 
 def or_zero(values: np.ndarray) -> np.ndarray:
     """``x or 0.0`` point by point, for :func:`numbers`' values (0.0 already stands where None was):
-    only a negative zero changes."""
-    return np.where(values == 0.0, 0.0, values)
+    only a negative zero changes, and adding 0.0 changes exactly that (IEEE 754: -0.0 + 0.0 is 0.0,
+    x + 0.0 is x for every other x, NaN and infinities included)."""
+    return values + 0.0
 
 
-def with_none(values: np.ndarray, has: np.ndarray) -> np.ndarray:
-    """``values`` where ``has`` holds and None elsewhere: a float64 array when every point has a
-    number, else an object array of Python floats and None (the values a single estimate gives)."""
-    if has.all():
+def with_none(values: np.ndarray, has: Some) -> np.ndarray | None:
+    """``values`` where ``has`` holds and None elsewhere: the float64 array when every point has a
+    number, None when none has, else an object array of Python floats and None (the values single
+    estimates give)."""
+    if has is True:
         return values
+    if has is False:
+        return None
     out = values.astype(object)
     out[~has] = None
     return out
@@ -72,7 +90,7 @@ class PerPoint(Column):
 
     __slots__ = ("_parts", "_which")
 
-    def __init__(self, values: np.ndarray, parts: Sequence[Column], which: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray | None, parts: Sequence[Column], which: np.ndarray) -> None:
         first = parts[int(which[0])]
         super().__init__(values, first.unit, first.label, first.formula, first.assumptions, first.note)
         self._parts = parts
@@ -85,16 +103,28 @@ class PerPoint(Column):
         return self._parts[int(self._which[i])].take(i)
 
 
-def pick(values: Any, cases: Sequence[tuple[np.ndarray | None, Column]]) -> Column:
-    """One column from ``cases`` (mask, part): each point is explained by the first case whose mask
-    holds there (None: every point; the last case should be that). Each part holds ``values``
-    itself, or None where the key has no value. When one case explains every point (the usual
-    group), that part is the column."""
-    masks = [np.ones(1, dtype=bool) if mask is None else mask for mask, _ in cases]
-    for mask, (_, column) in zip(masks, cases):
-        if mask.all():
-            return column
-        if mask.any():
+#: A case of :func:`pick`: where it applies (None: every point left), and how to make its part.
+Case = tuple[Some | None, Callable[[], Column]]
+
+
+def pick(values: np.ndarray | None, cases: Sequence[Case]) -> Column:
+    """One column of ``values`` from ``cases``: each point is explained by the first case that
+    applies there; the last case should apply to every point left (None). Each part holds
+    ``values`` itself, or None where the key has no value. When one case explains every point (the
+    usual group), its part alone is the column; only the parts needed are made."""
+    for where, make in cases:
+        if where is None or where is True:
+            return make()
+        if where is not False:
             break
-    which = np.select(masks, list(range(len(cases))), default=len(cases) - 1)
-    return PerPoint(values, [column for _, column in cases], which)
+    masks: list[np.ndarray] = []
+    parts: list[Column] = []
+    for where, make in cases:
+        if where is False:
+            continue
+        masks.append(np.asarray(True if where is None else where))
+        parts.append(make())
+        if where is None or where is True:
+            break
+    which = np.select(masks, np.arange(len(parts)), default=len(parts) - 1)
+    return PerPoint(values, parts, which)

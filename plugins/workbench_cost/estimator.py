@@ -115,6 +115,13 @@ class CostEstimator:
     )
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        # Divisions are computed at every point and the points where they mean nothing (no
+        # throughput, no run) are dropped afterwards; elsewhere numpy gives what Python's floats
+        # give (inf on overflow, never an exception), so its warnings are noise.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return self._estimate(ctx)
+
+    def _estimate(self, ctx: PointsContext) -> PointOutputs:
         sc, gpu = ctx.scenario, ctx.gpu
         pricing = sc.pricing
         want = ctx.wants
@@ -166,7 +173,7 @@ class CostEstimator:
             )
         if want("cost.usd_per_hour"):
             v["cost.usd_per_hour"] = (
-                col(hourly, "USD/h", "Rental cost per hour", lambda i: f"{b.gpus_at(i)} GPUs x {usd(price)}")
+                col(hourly, "USD/h", "Rental cost per hour", lambda i: f"{int(gpus[i])} GPUs x {usd(price)}")
                 if hourly is not None
                 else null("cost.usd_per_hour", _NO_PRICE)
             )
@@ -177,7 +184,7 @@ class CostEstimator:
                     "kW",
                     "Facility power while working",
                     lambda i: (
-                        f"{b.gpus_at(i)} GPUs x TDP {tdp:g} W x ({idle:g} + (1 - {idle:g}) x utilization "
+                        f"{int(gpus[i])} GPUs x TDP {tdp:g} W x ({idle:g} + (1 - {idle:g}) x utilization "
                         f"{util[i]:.3g}) x (1 + host {host:g}) x PUE {pricing.pue:g}"
                     ),
                     POWER_IDS,

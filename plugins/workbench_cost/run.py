@@ -8,13 +8,16 @@ the accelerator's power figure; it varies between points through the GPUs and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
 from workbench_cost.basis import POWER_IDS, Basis, usd
-from workbench_cost.columns import null, numbers, or_zero, pick, with_none
+from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, with_none
 from workbench_cost.keys import label
-from workbench_cost.tco import HOURS_PER_YEAR, buy_vs_rent
+from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 
 RUN_KEYS = (
     "cost.total_usd",
@@ -37,6 +40,7 @@ TCO_KEYS = (
 _NO_PRICE = "no rental price: set --usd-per-gpu-hour"
 _NO_POWER = "no power figure for this accelerator"
 _OWNED = "cost.run_owned_usd"
+Make = Callable[[], Column]
 
 
 def add_run_and_tco(b: Basis) -> None:
@@ -48,38 +52,53 @@ def add_run_and_tco(b: Basis) -> None:
     if b.training:
         seconds, timed = numbers(b.ctx, "performance.train_time_s")
     else:
-        seconds, timed = np.zeros(b.ctx.n), np.zeros(b.ctx.n, dtype=bool)
-    why = "set --train-tokens to cost a run" if b.training else "no run length: inference scenario"
+        seconds, timed = np.zeros(b.ctx.n), False
+    run = _Run(b, seconds, timed, "set --train-tokens to cost a run" if b.training else "no run length: inference scenario")
     # The keys come in the order a single estimate gives them: with a run length, the GPU-hours
     # first and the cost on owned GPUs after buy-vs-rent; without, the order of RUN_KEYS.
     if run_wanted:
-        _run(b, seconds, timed, why)
+        _run(run)
     if tco_wanted:
-        _tco(b, seconds, timed, why)
+        _tco(run)
 
 
-def _run(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
-    want, v, gpus = b.ctx.wants, b.values, b.gpus
-    if not timed.any():
+class _Run:
+    """The run's length over the group: seconds (0.0 where none) and where there is one."""
+
+    __slots__ = ("b", "seconds", "timed", "why")
+
+    def __init__(self, b: Basis, seconds: np.ndarray, timed: Some, why: str) -> None:
+        self.b, self.seconds, self.timed, self.why = b, seconds, timed, why
+
+    def pick(self, key: str, values: Any, make: Make) -> Column:
+        """``key``: no value ("why") where there is no run length, ``make``'s part elsewhere."""
+        why = self.why
+        untimed: Case = (negate(self.timed), lambda: null(key, why))
+        return pick(values, [untimed, (None, make)])
+
+
+def _null(key: str, why: str) -> Make:
+    return lambda: null(key, why)
+
+
+def _run(r: _Run) -> None:
+    b = r.b
+    want, v, gpus, timed = b.ctx.wants, b.values, b.gpus, r.timed
+    if timed is False:
         for key in RUN_KEYS:
             if want(key):
-                v[key] = null(key, why)
+                v[key] = null(key, r.why)
         return
-    untimed = ~timed
-    hours = seconds / 3600.0
+    hours = r.seconds / 3600.0
     if want("cost.gpu_hours"):
         gpu_hours = with_none(gpus * hours, timed)
-        v["cost.gpu_hours"] = pick(
+        v["cost.gpu_hours"] = r.pick(
+            "cost.gpu_hours",
             gpu_hours,
-            [
-                (untimed, null("cost.gpu_hours", why)),
-                (
-                    None,
-                    col(gpu_hours, "GPU-h", "GPU-hours of the run", lambda i: f"{b.gpus_at(i)} GPUs x {hours[i]:,.1f} h"),
-                ),
-            ],
+            lambda: col(
+                gpu_hours, "GPU-h", "GPU-hours of the run", lambda i: f"{int(gpus[i])} GPUs x {hours[i]:,.1f} h"
+            ),
         )
-    hourly = b.hourly
     for key, days_key, what in (
         ("cost.total_usd", None, ""),
         ("cost.total_usd_low", "performance.train_time_days_low", "optimistic "),
@@ -87,50 +106,62 @@ def _run(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
     ):
         if not want(key):
             continue
-        if hourly is None:
-            rented: Column = null(key, _NO_PRICE)
-            values = None
-        else:
-            run_h = hours if days_key is None else or_zero(numbers(b.ctx, days_key)[0]) * 24.0
-            total = hourly * run_h
-            values = with_none(total, timed)
-            rented = col(values, "USD", label(key), _run_formula(b, what, run_h, total))
-        v[key] = pick(values, [(untimed, null(key, why)), (None, rented)])
+        if b.hourly is None:
+            v[key] = r.pick(key, None, _null(key, _NO_PRICE))
+            continue
+        run_h = hours if days_key is None else or_zero(numbers(b.ctx, days_key)[0]) * 24.0
+        total = b.hourly * run_h
+        values = with_none(total, timed)
+        v[key] = r.pick(key, values, _rented(b, key, values, what, run_h, total))
     power_kw = b.power_kw
     kwh = None if power_kw is None else power_kw * hours
     grid = b.pricing.grid_kg_co2_per_kwh
-    for key in ("cost.energy_kwh", "cost.co2_kg"):
-        if not want(key):
-            continue
+    if want("cost.energy_kwh"):
         if kwh is None:
-            made: Column = null(key, _NO_POWER)
-            values = None
-        elif key == "cost.energy_kwh":
-            values = with_none(kwh, timed)
-            made = col(
-                values,
-                "kWh",
-                "Energy of the run (facility)",
-                lambda i: f"{power_kw[i]:.4g} kW x {hours[i]:,.1f} h",
-                POWER_IDS,
-            )
+            v["cost.energy_kwh"] = r.pick("cost.energy_kwh", None, _null("cost.energy_kwh", _NO_POWER))
         else:
-            values = with_none(kwh * grid, timed)
-            made = col(
-                values, "kg CO2e", "CO2 of the run", lambda i: f"{kwh[i]:,.0f} kWh x {grid:g} kg/kWh", POWER_IDS
+            energy = with_none(kwh, timed)
+            v["cost.energy_kwh"] = r.pick(
+                "cost.energy_kwh",
+                energy,
+                lambda: col(
+                    energy,
+                    "kWh",
+                    "Energy of the run (facility)",
+                    lambda i: f"{power_kw[i]:.4g} kW x {hours[i]:,.1f} h",
+                    POWER_IDS,
+                ),
             )
-        v[key] = pick(values, [(untimed, null(key, why)), (None, made)])
+    if want("cost.co2_kg"):
+        if kwh is None:
+            v["cost.co2_kg"] = r.pick("cost.co2_kg", None, _null("cost.co2_kg", _NO_POWER))
+        else:
+            co2 = with_none(kwh * grid, timed)
+            v["cost.co2_kg"] = r.pick(
+                "cost.co2_kg",
+                co2,
+                lambda: col(
+                    co2, "kg CO2e", "CO2 of the run", lambda i: f"{kwh[i]:,.0f} kWh x {grid:g} kg/kWh", POWER_IDS
+                ),
+            )
 
 
-def _run_formula(b: Basis, what: str, hours: np.ndarray, total: np.ndarray):  # type: ignore[no-untyped-def]
-    price = b.price
-    return lambda i: f"{what}{b.gpus_at(i)} GPUs x {usd(price)} x {hours[i]:,.1f} h = {usd(total[i])}"
+def _rented(b: Basis, key: str, values: Any, what: str, hours: np.ndarray, total: np.ndarray) -> Make:
+    price, gpus = b.price, b.gpus
+    return lambda: col(
+        values,
+        "USD",
+        label(key),
+        lambda i: f"{what}{int(gpus[i])} GPUs x {usd(price)} x {hours[i]:,.1f} h = {usd(total[i])}",
+    )
 
 
-def _tco(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
+def _tco(r: _Run) -> None:
+    b = r.b
     want, v, gpus, pricing = b.ctx.wants, b.values, b.gpus, b.pricing
     purchase, price, overhead = b.purchase, b.price, pricing.server_overhead_fraction
     keys = [k for k in TCO_KEYS[:-1] if want(k)]
+    owned_wanted = want(_OWNED) and r.timed is not False  # else the run's own null stands
     if purchase is None or price is None or b.busy_w is None or b.idle_w is None:
         missing = (
             "purchase price (--purchase-usd)"
@@ -144,20 +175,62 @@ def _tco(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
                 gpus * purchase * (1.0 + overhead),
                 "USD",
                 label("cost.tco.capex_usd"),
-                lambda i: f"{b.gpus_at(i)} x {usd(purchase)} x (1 + {overhead:g})",
+                lambda i: f"{int(gpus[i])} x {usd(purchase)} x (1 + {overhead:g})",
             )
-        if want(_OWNED) and timed.any():
-            v[_OWNED] = pick(None, [(~timed, null(_OWNED, why)), (None, null(_OWNED, f"needs the {missing}"))])
+        if owned_wanted:
+            v[_OWNED] = r.pick(_OWNED, None, _null(_OWNED, f"needs the {missing}"))
         return
+    t = buy_vs_rent(
+        gpus, purchase, overhead, price, pricing.years, pricing.utilization, b.busy_w, b.idle_w,
+        pricing.power_usd_per_kwh,
+    )  # fmt: skip
+    made = _tco_columns(b, t)
+    for key in keys:
+        v[key] = made[key]()
+    if owned_wanted:
+        seconds = r.seconds
+        owned = with_none(t.owned_usd_per_gpu_hour * gpus * seconds / 3600.0, r.timed)
+        v[_OWNED] = r.pick(
+            _OWNED,
+            owned,
+            lambda: col(
+                owned,
+                "USD",
+                label(_OWNED),
+                lambda i: (
+                    f"{gpus[i] * seconds[i] / 3600:,.0f} GPU-h x owned {usd(t.owned_usd_per_gpu_hour[i])}/GPU-h"
+                ),
+                POWER_IDS,
+            ),
+        )
     years, use = pricing.years, pricing.utilization
-    t = buy_vs_rent(gpus, purchase, overhead, price, years, use, b.busy_w, b.idle_w, pricing.power_usd_per_kwh)
-    made = {
+    months = t.break_even_months
+    late = np.fromiter((m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months))
+    if late.any():
+        b.warnings.append(
+            PointWarning(
+                "buy-does-not-pay-back",
+                lambda i: (
+                    f"Buying pays back after {months[i]:.0f} months, beyond the {years:g}-year period at {use:.0%} use"
+                ),
+                severity="info",
+                where=late,
+            )
+        )
+
+
+def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
+    # The formulas close over plain values, never over ``b``: it holds the columns, and a cycle
+    # would leave every estimate to the cyclic garbage collector.
+    pricing, price, purchase, purchase_from, gpus = b.pricing, b.price, b.purchase, b.purchase_from, b.gpus
+    overhead, years, use = pricing.server_overhead_fraction, pricing.years, pricing.utilization
+    return {
         "cost.tco.capex_usd": lambda: col(
             t.capex_usd,
             "USD",
             label("cost.tco.capex_usd"),
             lambda i: (
-                f"{b.gpus_at(i)} GPUs x {usd(purchase)} ({b.purchase_from}) x (1 + server "
+                f"{int(gpus[i])} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
                 f"overhead {overhead:g})"
             ),
         ),
@@ -177,7 +250,7 @@ def _tco(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
             "USD",
             label("cost.tco.rent_usd"),
             lambda i: (
-                f"{b.gpus_at(i)} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
+                f"{int(gpus[i])} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
                 f"{usd(price)} = {usd(t.rent_usd[i])}"
             ),
         ),
@@ -185,7 +258,7 @@ def _tco(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
             t.owned_usd_per_gpu_hour,
             "USD/GPU-h",
             label("cost.tco.owned_usd_per_gpu_hour"),
-            lambda i: f"{usd(t.buy_usd[i])} / ({b.gpus_at(i)} GPUs x useful hours)",
+            lambda i: f"{usd(t.buy_usd[i])} / ({int(gpus[i])} GPUs x useful hours)",
             POWER_IDS,
         ),
         "cost.tco.break_even_months": lambda: col(
@@ -207,28 +280,3 @@ def _tco(b: Basis, seconds: np.ndarray, timed: np.ndarray, why: str) -> None:
             lambda i: f"buy {usd(t.buy_usd[i])} vs rent {usd(t.rent_usd[i])} over {years:g} years",
         ),
     }
-    for key in keys:
-        v[key] = made[key]()
-    if want(_OWNED) and timed.any():
-        owned = with_none(t.owned_usd_per_gpu_hour * gpus * seconds / 3600.0, timed)
-        on_owned = col(
-            owned,
-            "USD",
-            label(_OWNED),
-            lambda i: f"{gpus[i] * seconds[i] / 3600:,.0f} GPU-h x owned {usd(t.owned_usd_per_gpu_hour[i])}/GPU-h",
-            POWER_IDS,
-        )
-        v[_OWNED] = pick(owned, [(~timed, null(_OWNED, why)), (None, on_owned)])
-    months = t.break_even_months
-    late = np.fromiter((m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months))
-    if late.any():
-        b.warnings.append(
-            PointWarning(
-                "buy-does-not-pay-back",
-                lambda i: (
-                    f"Buying pays back after {months[i]:.0f} months, beyond the {years:g}-year period at {use:.0%} use"
-                ),
-                severity="info",
-                where=late,
-            )
-        )

@@ -73,6 +73,7 @@ def buy_vs_rent(
     pays = margin > 0
     with np.errstate(divide="ignore", invalid="ignore"):  # the points where it does not pay back are dropped
         months = (capex / margin).astype(object)
-    months[~pays] = None
+    if not pays.all():
+        months[~pays] = None
     cheaper = np.where(buy < rent, "buy", "rent").astype(object)
     return BuyVsRent(capex, energy, power_usd, buy, rent, owned, months, cheaper)
