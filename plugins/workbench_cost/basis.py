@@ -13,6 +13,9 @@ from workbench_cost.power import HOST, IDLE
 
 #: The assumptions the power figures read (listed on every result computed from power).
 POWER_IDS = (IDLE, HOST)
+#: Why a key has no value, as its formula and note say.
+NO_PRICE = "no rental price: set --usd-per-gpu-hour"
+NO_POWER = "no power figure for this accelerator"
 
 
 @dataclass(slots=True)

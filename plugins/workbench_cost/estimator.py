@@ -15,7 +15,7 @@ import numpy as np
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.points import PointOutputs, PointsContext, PointWarning, col
 from workbench_cost import power as W
-from workbench_cost.basis import POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
 from workbench_cost.columns import null, numbers, or_zero
 from workbench_cost.keys import COST
 from workbench_cost.per_token import ENERGY_PER_TOKEN_KEYS, add_per_token
@@ -65,8 +65,6 @@ _NEEDS_POWER = (
     "cost.co2_kg",
     *TCO_KEYS,
 )
-_NO_PRICE = "no rental price: set --usd-per-gpu-hour"
-_NO_POWER = "no power figure for this accelerator"
 
 
 _GPUS, _UTIL = "performance.gpus", "performance.gpu_utilization"
@@ -169,13 +167,13 @@ class CostEstimator:
             v["cost.usd_per_gpu_hour"] = (
                 col(price, "USD/GPU-h", "Rental price per GPU-hour", f"{usd(price)} ({price_from})")
                 if price is not None
-                else null("cost.usd_per_gpu_hour", _NO_PRICE)
+                else null("cost.usd_per_gpu_hour", NO_PRICE)
             )
         if want("cost.usd_per_hour"):
             v["cost.usd_per_hour"] = (
                 col(hourly, "USD/h", "Rental cost per hour", lambda i: f"{int(gpus[i])} GPUs x {usd(price)}")
                 if hourly is not None
-                else null("cost.usd_per_hour", _NO_PRICE)
+                else null("cost.usd_per_hour", NO_PRICE)
             )
         if want("cost.power_kw"):
             v["cost.power_kw"] = (
@@ -190,7 +188,7 @@ class CostEstimator:
                     POWER_IDS,
                 )
                 if power_kw is not None
-                else null("cost.power_kw", _NO_POWER)
+                else null("cost.power_kw", NO_POWER)
             )
         if want("cost.energy_usd_per_hour"):
             v["cost.energy_usd_per_hour"] = (
@@ -202,7 +200,7 @@ class CostEstimator:
                     POWER_IDS,
                 )
                 if power_kw is not None
-                else null("cost.energy_usd_per_hour", _NO_POWER)
+                else null("cost.energy_usd_per_hour", NO_POWER)
             )
         add_per_token(b)
         add_run_and_tco(b)

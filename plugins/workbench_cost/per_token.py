@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.engine.points import Column, col
-from workbench_cost.basis import POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
 from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, some, with_none
 from workbench_cost.keys import label
 
@@ -25,8 +25,6 @@ PER_TOKEN_KEYS = (
 )
 SPLIT_KEYS = ("cost.usd_per_million_input_tokens", "cost.usd_per_million_output_tokens")
 ENERGY_PER_TOKEN_KEYS = ("cost.energy_kwh_per_million_tokens", "cost.co2_kg_per_million_tokens")
-_NO_PRICE = "no rental price: set --usd-per-gpu-hour"
-_NO_POWER = "no power figure for this accelerator"
 _NO_RATE = "no throughput"
 
 
@@ -84,7 +82,7 @@ def _prices(t: _Tokens) -> None:
     if hourly is None:
         for key in PER_TOKEN_KEYS:
             if want(key):
-                v[key] = null(key, _NO_PRICE)
+                v[key] = null(key, NO_PRICE)
         return
     key = "cost.usd_per_million_tokens"
     if want(key):
@@ -121,7 +119,7 @@ def _split(t: _Tokens) -> None:
     want, v, hourly = b.ctx.wants, b.values, b.hourly
     keys = [k for k in SPLIT_KEYS if want(k)]
     if b.training or hourly is None:
-        why = "training: tokens are not split" if b.training else _NO_PRICE
+        why = "training: tokens are not split" if b.training else NO_PRICE
         for key in keys:
             v[key] = null(key, why)
         return
@@ -181,7 +179,7 @@ def _energy(t: _Tokens) -> None:
     if power_kw is None:
         for key in ENERGY_PER_TOKEN_KEYS:
             if want(key):
-                v[key] = null(key, _NO_POWER)
+                v[key] = null(key, NO_POWER)
         return
     kwh = power_kw / (all_rate * 3600.0) * 1e6
     grid = b.pricing.grid_kg_co2_per_kwh

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
-from workbench_cost.basis import POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
 from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, with_none
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
@@ -37,8 +37,6 @@ TCO_KEYS = (
     "cost.tco.cheaper",
     "cost.run_owned_usd",
 )
-_NO_PRICE = "no rental price: set --usd-per-gpu-hour"
-_NO_POWER = "no power figure for this accelerator"
 _OWNED = "cost.run_owned_usd"
 Make = Callable[[], Column]
 
@@ -107,7 +105,7 @@ def _run(r: _Run) -> None:
         if not want(key):
             continue
         if b.hourly is None:
-            v[key] = r.pick(key, None, _null(key, _NO_PRICE))
+            v[key] = r.pick(key, None, _null(key, NO_PRICE))
             continue
         run_h = hours if days_key is None else or_zero(numbers(b.ctx, days_key)[0]) * 24.0
         total = b.hourly * run_h
@@ -118,7 +116,7 @@ def _run(r: _Run) -> None:
     grid = b.pricing.grid_kg_co2_per_kwh
     if want("cost.energy_kwh"):
         if kwh is None:
-            v["cost.energy_kwh"] = r.pick("cost.energy_kwh", None, _null("cost.energy_kwh", _NO_POWER))
+            v["cost.energy_kwh"] = r.pick("cost.energy_kwh", None, _null("cost.energy_kwh", NO_POWER))
         else:
             energy = with_none(kwh, timed)
             v["cost.energy_kwh"] = r.pick(
@@ -134,7 +132,7 @@ def _run(r: _Run) -> None:
             )
     if want("cost.co2_kg"):
         if kwh is None:
-            v["cost.co2_kg"] = r.pick("cost.co2_kg", None, _null("cost.co2_kg", _NO_POWER))
+            v["cost.co2_kg"] = r.pick("cost.co2_kg", None, _null("cost.co2_kg", NO_POWER))
         else:
             co2 = with_none(kwh * grid, timed)
             v["cost.co2_kg"] = r.pick(
