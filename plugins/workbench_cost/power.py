@@ -10,6 +10,10 @@ overestimates memory-bound decode somewhat (see docs/validation.md, limitations)
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from workbench.engine.assumptions import Assumption
 
 IDLE = "cost.idle_power_fraction"
@@ -47,10 +51,18 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
 )
 
 
-def gpu_watts(tdp: float, idle: float, utilization: float) -> float:
-    u = min(max(utilization, 0.0), 1.0)
+#: A float, or a float64 array with one entry per point of a group.
+Watts = Any
+
+
+def gpu_watts(tdp: float, idle: float, utilization: Watts) -> Watts:
+    """GPU power at ``utilization`` (clipped to 0..1): a float for a float, an array for an array."""
+    if isinstance(utilization, np.ndarray):
+        u = np.minimum(np.maximum(utilization, 0.0), 1.0)  # NaN stays NaN, as min/max leave it
+    else:
+        u = min(max(utilization, 0.0), 1.0)
     return tdp * (idle + (1.0 - idle) * u)
 
 
-def facility_watts(gpu_w: float, host: float, pue: float) -> float:
+def facility_watts(gpu_w: Watts, host: float, pue: float) -> Watts:
     return gpu_w * (1.0 + host) * pue

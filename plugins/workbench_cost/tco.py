@@ -15,34 +15,47 @@ server overhead fraction, and cloud discounts (reserved or spot prices: enter th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 HOURS_PER_YEAR = 8760.0
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
 
+#: A float, or a float64 array with one entry per point of a group (the GPU count and the busy
+#: power vary with the batch: the performance plugin's GPUs and utilization).
+Figure = Any
+
 
 @dataclass(frozen=True, slots=True)
 class BuyVsRent:
-    capex_usd: float
-    energy_kwh: float
-    power_usd: float
-    buy_usd: float
-    rent_usd: float
-    owned_usd_per_gpu_hour: float
-    break_even_months: float | None  # None: renting never costs more than the power of owning
-    cheaper: str
+    """The comparison for one configuration (floats), or for each point of a group (arrays)."""
+
+    capex_usd: Figure
+    energy_kwh: Figure
+    power_usd: Figure
+    buy_usd: Figure
+    rent_usd: Figure
+    owned_usd_per_gpu_hour: Figure
+    #: None: renting never costs more than the power of owning. Over a group: an object array of
+    #: floats and None.
+    break_even_months: Any
+    cheaper: Any  # "buy" or "rent"; over a group, an object array of those strings
 
 
 def buy_vs_rent(
-    gpus: int,
+    gpus: Figure,
     purchase_usd: float,
     server_overhead: float,
     cloud_usd_per_gpu_hour: float,
     years: float,
     utilization: float,
-    busy_facility_w: float,
+    busy_facility_w: Figure,
     idle_facility_w: float,
     usd_per_kwh: float,
 ) -> BuyVsRent:
+    """Owning against renting. ``gpus`` and ``busy_facility_w`` may be arrays over a point group
+    (then every figure is one); the arithmetic is the same expressions, in the same order, either way."""
     hours = years * HOURS_PER_YEAR
     useful = hours * utilization
     capex = gpus * purchase_usd * (1.0 + server_overhead)
@@ -53,14 +66,14 @@ def buy_vs_rent(
     monthly_rent = rent / (years * 12.0)
     monthly_power = power_usd / (years * 12.0)
     margin = monthly_rent - monthly_power
-    break_even = capex / margin if margin > 0 else None
-    return BuyVsRent(
-        capex,
-        energy,
-        power_usd,
-        buy,
-        rent,
-        buy / (gpus * useful),
-        break_even,
-        "buy" if buy < rent else "rent",
-    )
+    owned = buy / (gpus * useful)
+    if not isinstance(margin, np.ndarray):
+        break_even = capex / margin if margin > 0 else None
+        return BuyVsRent(capex, energy, power_usd, buy, rent, owned, break_even, "buy" if buy < rent else "rent")
+    pays = margin > 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # the points where it does not pay back are dropped
+        months = (capex / margin).astype(object)
+    if not pays.all():
+        months[~pays] = None
+    cheaper = np.where(buy < rent, "buy", "rent").astype(object)
+    return BuyVsRent(capex, energy, power_usd, buy, rent, owned, months, cheaper)

@@ -1,0 +1,43 @@
+"""What the sections of a cost estimate share over one point group: prices, GPUs, power, and the
+columns and warnings made so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from workbench.core.scenario import Pricing
+from workbench.engine.points import Column, PointsContext, PointWarning
+from workbench_cost.power import HOST, IDLE
+
+#: The assumptions the power figures read (listed on every result computed from power).
+POWER_IDS = (IDLE, HOST)
+#: Why a key has no value, as its formula and note say.
+NO_PRICE = "no rental price: set --usd-per-gpu-hour"
+NO_POWER = "no power figure for this accelerator"
+
+
+@dataclass(slots=True)
+class Basis:
+    ctx: PointsContext
+    pricing: Pricing
+    training: bool
+    #: GPUs paid for, per point: whole numbers in float64 (every use multiplies them by a float,
+    #: which is what Python did with the int); printed as ``int(gpus[i])``. Formulas close over
+    #: such arrays, never over the Basis: it holds the columns, and the cycle would leave every
+    #: estimate to the cyclic garbage collector.
+    gpus: np.ndarray
+    price: float | None
+    purchase: float | None
+    purchase_from: str
+    hourly: np.ndarray | None  # None: no rental price
+    power_kw: np.ndarray | None  # None: no power figure (or no key that needs one)
+    busy_w: np.ndarray | None
+    idle_w: float | None
+    values: dict[str, Column] = field(default_factory=dict)
+    warnings: list[PointWarning] = field(default_factory=list)
+
+
+def usd(x: float | None) -> str:
+    return "n/a" if x is None else f"${float(x):,.2f}"

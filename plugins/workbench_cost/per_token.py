@@ -1,0 +1,213 @@
+"""Per-token figures over a point group: $/million tokens (central, and at the optimistic and
+pessimistic throughput), the price of prompt and of generated tokens, energy and CO2 per million.
+
+Tokens are the performance plugin's: output tokens plus, when the model generates, the prompt
+tokens processed; training tokens when training. A point without throughput has no per-token
+figure ("no throughput"), as a single estimate of it says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench.engine.points import Column, col
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
+from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, some, with_none
+from workbench_cost.keys import label
+
+PER_TOKEN_KEYS = (
+    "cost.usd_per_million_tokens",
+    "cost.usd_per_million_tokens_low",
+    "cost.usd_per_million_tokens_high",
+)
+SPLIT_KEYS = ("cost.usd_per_million_input_tokens", "cost.usd_per_million_output_tokens")
+ENERGY_PER_TOKEN_KEYS = ("cost.energy_kwh_per_million_tokens", "cost.co2_kg_per_million_tokens")
+_NO_RATE = "no throughput"
+
+
+def add_per_token(b: Basis) -> None:
+    want = b.ctx.wants
+    if not any(map(want, (*PER_TOKEN_KEYS, *SPLIT_KEYS, *ENERGY_PER_TOKEN_KEYS))):
+        return
+    ctx = b.ctx
+    out_rate = or_zero(numbers(ctx, "performance.tokens_per_s")[0])  # `rate or 0.0` serves every use
+    if b.training:
+        in_rate = share = np.zeros(ctx.n)
+        generating = np.zeros(ctx.n, dtype=bool)
+    else:
+        in_rate = or_zero(numbers(ctx, "performance.input_tokens_per_s")[0])
+        share = or_zero(numbers(ctx, "performance.prefill_time_fraction")[0])
+        generating = ctx.points["gen_len"] != 0
+    all_rate = out_rate + np.where(generating, in_rate, 0.0)
+    rated = all_rate != 0.0
+    t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, some(generating))
+    if any(map(want, PER_TOKEN_KEYS)):
+        _prices(t)
+    if any(map(want, SPLIT_KEYS)):
+        _split(t)
+    if any(map(want, ENERGY_PER_TOKEN_KEYS)):
+        _energy(t)
+
+
+@dataclass(slots=True)
+class _Tokens:
+    """The group's token rates (``x or 0.0`` of the performance plugin's) and what they allow."""
+
+    b: Basis
+    out_rate: np.ndarray
+    in_rate: np.ndarray
+    share: np.ndarray
+    all_rate: np.ndarray  # output tokens, plus the prompt's when the model generates
+    rated: np.ndarray  # where all_rate is not 0
+    rated_some: Some
+    generating: np.ndarray
+    generates: Some
+
+    def unrated(self, key: str) -> Case:
+        return (negate(self.rated_some), lambda: null(key, _NO_RATE))
+
+    def by_tokens(self, make: Callable[[str], Column]) -> list[Case]:
+        """The cases of a per-token key by what its tokens are (its label names them)."""
+        if self.b.training:
+            return [(None, lambda: make("training tokens"))]
+        return [(self.generates, lambda: make("input + output tokens")), (None, lambda: make("input tokens"))]
+
+
+def _prices(t: _Tokens) -> None:
+    b = t.b
+    want, v, hourly, all_rate = b.ctx.wants, b.values, b.hourly, t.all_rate
+    if hourly is None:
+        for key in PER_TOKEN_KEYS:
+            if want(key):
+                v[key] = null(key, NO_PRICE)
+        return
+    key = "cost.usd_per_million_tokens"
+    if want(key):
+        values = with_none(hourly / (all_rate * 3600.0) * 1e6, t.rated_some)
+
+        def central(what: str) -> Column:
+            return col(
+                values,
+                "USD/Mtoken",
+                f"Cost per million {what}",
+                lambda i: f"{usd(hourly[i])}/h / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+            )
+
+        v[key] = pick(values, [t.unrated(key), *t.by_tokens(central)])
+    for key, rate_key in (
+        ("cost.usd_per_million_tokens_low", "performance.tokens_per_s_high"),
+        ("cost.usd_per_million_tokens_high", "performance.tokens_per_s_low"),
+    ):
+        if want(key):
+            rate = or_zero(numbers(b.ctx, rate_key)[0])
+            # `all_rate * (rate / out_rate) if rate and out_rate else None`, and no value unless scaled
+            scaled = all_rate * (rate / t.out_rate)
+            has = some(t.rated & (rate != 0.0) & (t.out_rate != 0.0) & (scaled != 0.0))
+            values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
+            v[key] = pick(values, [t.unrated(key), (None, _bound(values, key, rate_key))])
+
+
+def _bound(values: np.ndarray | None, key: str, rate_key: str) -> Callable[[], Column]:
+    return lambda: col(values, "USD/Mtoken", label(key), f"at {rate_key}")
+
+
+def _split(t: _Tokens) -> None:
+    b = t.b
+    want, v, hourly = b.ctx.wants, b.values, b.hourly
+    keys = [k for k in SPLIT_KEYS if want(k)]
+    if b.training or hourly is None:
+        why = "training: tokens are not split" if b.training else NO_PRICE
+        for key in keys:
+            v[key] = null(key, why)
+        return
+    split = some(t.generating & (t.out_rate != 0.0) & (t.in_rate != 0.0))
+    share, in_rate, out_rate = t.share, t.in_rate, t.out_rate
+    key = "cost.usd_per_million_input_tokens"
+    if want(key):
+        per_in = with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
+        v[key] = pick(
+            per_in,
+            [
+                _no_split(key, split),
+                (
+                    None,
+                    lambda: col(
+                        per_in,
+                        "USD/Mtoken",
+                        label("cost.usd_per_million_input_tokens"),
+                        lambda i: (
+                            f"{usd(hourly[i])}/h x prompt share of GPU time {share[i]:.3f} / "
+                            f"({in_rate[i]:,.0f} input tokens/s x 3,600) x 1e6"
+                        ),
+                    ),
+                ),
+            ],
+        )
+    key = "cost.usd_per_million_output_tokens"
+    if want(key):
+        per_out = with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
+        v[key] = pick(
+            per_out,
+            [
+                _no_split(key, split),
+                (
+                    None,
+                    lambda: col(
+                        per_out,
+                        "USD/Mtoken",
+                        label("cost.usd_per_million_output_tokens"),
+                        lambda i: (
+                            f"{usd(hourly[i])}/h x decode share {1 - share[i]:.3f} / "
+                            f"({out_rate[i]:,.0f} output tokens/s x 3,600) x 1e6"
+                        ),
+                    ),
+                ),
+            ],
+        )
+
+
+def _no_split(key: str, split: Some) -> Case:
+    return (negate(split), lambda: null(key, "the model generates no tokens"))
+
+
+def _energy(t: _Tokens) -> None:
+    b = t.b
+    want, v, power_kw, all_rate = b.ctx.wants, b.values, b.power_kw, t.all_rate
+    if power_kw is None:
+        for key in ENERGY_PER_TOKEN_KEYS:
+            if want(key):
+                v[key] = null(key, NO_POWER)
+        return
+    kwh = power_kw / (all_rate * 3600.0) * 1e6
+    grid = b.pricing.grid_kg_co2_per_kwh
+    key = "cost.energy_kwh_per_million_tokens"
+    if want(key):
+        energy = with_none(kwh, t.rated_some)
+
+        def per_m_energy(what: str) -> Column:
+            return col(
+                energy,
+                "kWh/Mtoken",
+                f"Energy per million {what}",
+                lambda i: f"{power_kw[i]:.4g} kW / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+                POWER_IDS,
+            )
+
+        v[key] = pick(energy, [t.unrated(key), *t.by_tokens(per_m_energy)])
+    key = "cost.co2_kg_per_million_tokens"
+    if want(key):
+        co2 = with_none(kwh * grid, t.rated_some)
+
+        def per_m_co2(what: str) -> Column:
+            return col(
+                co2,
+                "kg CO2e/Mtoken",
+                f"CO2 per million {what}",
+                lambda i: f"{kwh[i]:.4g} kWh x {grid:g} kg/kWh",
+                POWER_IDS,
+            )
+
+        v[key] = pick(co2, [t.unrated(key), *t.by_tokens(per_m_co2)])
