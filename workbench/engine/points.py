@@ -138,21 +138,28 @@ class Column:
         return self.values
 
     def array(self, n: int) -> np.ndarray:
-        """The values as an array of ``n`` entries (broadcast when shared by every point)."""
-        if self._array is None:
+        """The values as an array of ``n`` entries (broadcast when shared by every point; a
+        shared column may sit in groups of different sizes, so the broadcast is per size)."""
+        found = self._array
+        if found is None or len(found) != n:
             if self._quantities is not None:
-                self._array = np.array([q.value for q in self._quantities])
+                found = np.array([q.value for q in self._quantities])
             else:
-                self._array = np.full(n, self.values)
-        return self._array
+                found = np.full(n, self.values)
+            self._array = found
+        return found
 
     def quantity(self, i: int) -> Quantity:
         """Point ``i`` as the scalar protocol's Quantity; its formula is rendered when read."""
         if self._quantities is not None:
             return self._quantities[i]
-        formula = self.formula
+        formula, value = self.formula, self.values
+        if isinstance(value, np.ndarray):
+            value = value[i]
+            if isinstance(value, np.generic):
+                value = value.item()
         lazy = (lambda: formula(i)) if callable(formula) else formula
-        return Quantity(self.value(i), self.unit, self.label, lazy, self.assumptions, self.note)
+        return Quantity(value, self.unit, self.label, lazy, self.assumptions, self.note)
 
     def take(self, i: int) -> Column:
         """Point ``i`` alone, as a column of a one-point group."""
