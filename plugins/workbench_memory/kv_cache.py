@@ -142,12 +142,13 @@ class KvCacheEstimator:
             )
             return PointOutputs(out)
         points = ctx.points
-        tokens = kv_tokens(c, scenario, points["seq_len"], points["gen_len"])
+        # A one-point group (a single estimate) runs the same arithmetic on Python ints.
+        seq, gen, batch = (points[f] if ctx.n > 1 else int(points[f][0]) for f in ("seq_len", "gen_len", "batch_size"))
+        tokens = kv_tokens(c, scenario, seq, gen)
         layer_tokens = sequence_elements(c, tokens, 0, layers)
-        batch = points["batch_size"]
         # the element count exactly (as Python's ints), then bytes in float, as the scalar sum was
         total = int_product(batch, layer_tokens, elems) * dtype.bytes
-        if total.dtype == object:
+        if isinstance(total, np.ndarray) and total.dtype == object:
             total = total.astype(np.float64)
 
         def formula(i: int) -> str:
@@ -163,7 +164,7 @@ class KvCacheEstimator:
             paged = f", rounded up to blocks of {tokens.block}" if tokens.block else ""
             body = " + ".join(parts) or "no cached layers"
             what = _describe_elements(model, decompressed)
-            return f"{batch[i]} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {total[i]:,.0f} B"
+            return f"{_at(batch, i)} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {_at(total, i):,.0f} B"
 
         out["kv_cache.bytes"] = col(total, "B", "KV cache", formula, used)
         state_total = batch * state_seq
@@ -171,7 +172,7 @@ class KvCacheEstimator:
             state_total,
             "B",
             "Recurrent state",
-            lambda i: f"{batch[i]} sequences x {state_seq:,.0f} B = {state_total[i]:,.0f} B",
+            lambda i: f"{_at(batch, i)} sequences x {state_seq:,.0f} B = {_at(state_total, i):,.0f} B",
         )
         return PointOutputs(out)
 

@@ -32,6 +32,8 @@ from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity,
 
 #: Value types accepted without a closer look (any other Quantity subclass is checked one by one).
 _QUANTITY_TYPES = frozenset({Quantity, FixedQuantity})
+#: Column types accepted without a closer look.
+_COLUMN_TYPES = frozenset({Column})
 #: One planned estimator: itself, its needs, and its declared keys as a set (built once per plan).
 _Step = tuple[Estimator, frozenset[str], frozenset[str]]
 
@@ -326,6 +328,9 @@ class Engine:
     @staticmethod
     def _check_columns(ident: str, produces: frozenset[str], values: dict[str, Column], n: int) -> None:
         """Refuse undeclared keys, non-Column values and arrays of the wrong length."""
+        if values.keys() <= produces and set(map(type, values.values())) <= _COLUMN_TYPES:
+            if all(type(c.values) is not np.ndarray or c.values.shape == (n,) for c in values.values()):
+                return
         if not values.keys() <= produces:
             key = next(k for k in values if k not in produces)
             raise TypeError(f"{ident} returned undeclared result {key!r}")

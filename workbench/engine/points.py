@@ -82,6 +82,11 @@ def int_product(*factors: Any) -> Any:
     corner: a million sequences of 16 M tokens); otherwise Python ints in an object array, so
     that an extreme point is slow rather than wrapped around.
     """
+    if not any(isinstance(factor, np.ndarray) for factor in factors):
+        result = 1
+        for factor in factors:
+            result = result * factor  # Python ints: exact already
+        return result
     bound = 1
     for factor in factors:
         top = int(np.abs(factor).max()) if isinstance(factor, np.ndarray) and factor.size else abs(int(factor))
