@@ -51,9 +51,9 @@ SWEEPS: dict[str, list[str]] = {
 def single_estimates(runs: int = 2000) -> dict[str, dict[str, float]]:
     """Full estimates (every plugin, every key, formulas left lazy) of one scenario, repeated.
 
-    The plugins keep per-model and per-input caches (model shapes, FLOP passes, activation blocks),
-    so a repeated scenario measures the steady state a GUI sees while one field is edited; the
-    ``distinct`` figures run every scenario at a new batch size, which misses the per-input ones.
+    The plugins keep per-model caches (model shapes, activation blocks) and the performance plugin
+    per-input ones, so a repeated scenario measures the steady state a GUI sees while one field is
+    edited; the ``distinct`` figures run every scenario at a new batch size.
     """
     from workbench.api import make_scenario, resolve
     from workbench.engine.pipeline import Engine
