@@ -57,12 +57,16 @@ class GuardedEstimator:
         self._estimate = estimate
 
     def estimate(self, ctx: EstimateContext) -> Outputs:
+        return self._guarded(self._run, ctx)
+
+    def _guarded(self, run: Callable[[Any], Any], ctx: Any) -> Any:
+        """``run(ctx)`` under the guard; a fatal fault disables the whole plugin."""
         plugin = self.plugin
         if plugin.disabled is not None:
             raise guard.PluginFault(f"plugin {plugin.name} is disabled: {plugin.disabled}")
         what = f"plugin {plugin.name}: estimate of {self.info.id}"
         try:
-            return guard.call(self._run, ctx, what=what)
+            return guard.call(run, ctx, what=what)
         except guard.PluginFault as exc:
             plugin.fault(str(exc))
             raise
@@ -83,15 +87,7 @@ class GuardedArrayEstimator(GuardedEstimator):
         raise TypeError(f"{self.info.id} is an array estimator: the engine calls estimate_points")
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
-        plugin = self.plugin
-        if plugin.disabled is not None:
-            raise guard.PluginFault(f"plugin {plugin.name} is disabled: {plugin.disabled}")
-        what = f"plugin {plugin.name}: estimate of {self.info.id}"
-        try:
-            return guard.call(self._run_points, ctx, what=what)
-        except guard.PluginFault as exc:
-            plugin.fault(str(exc))
-            raise
+        return self._guarded(self._run_points, ctx)  # type: ignore[no-any-return]
 
     def _run_points(self, ctx: PointsContext) -> PointOutputs:
         return clean_point_outputs(self._estimate(ctx), frozenset(self.info.produces), ctx.n, self.plugin)
