@@ -40,7 +40,8 @@ def memory_fit_search() -> dict[str, Any]:
     from workbench.pluginhost import default_engine
 
     engine = default_engine()
-    accelerators = [a.id for a in load_accelerators() if a.memory_bytes >= 16 * 2**30][:32]
+    catalog = load_accelerators()
+    accelerators = [ident for ident, a in catalog.items() if a.memory_bytes >= 16 * 2**30][:32]
     batch = np.tile(np.arange(1, 1025), len(PROMPTS))
     seq = np.repeat(np.array(PROMPTS), 1024)
     points = {"batch_size": batch, "seq_len": seq}
