@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -110,7 +111,7 @@ class Column:
     back as Python ``int``, ``float`` and ``bool`` per point, exactly as the scalar protocol gives.
     """
 
-    __slots__ = ("values", "unit", "label", "formula", "assumptions", "note", "_quantities", "_array")
+    __slots__ = ("values", "unit", "label", "formula", "assumptions", "note", "_quantities", "_array", "_plain")
 
     def __init__(
         self,
@@ -129,6 +130,7 @@ class Column:
         self.note = note
         self._quantities: Sequence[Quantity] | None = None
         self._array: np.ndarray | None = values if isinstance(values, np.ndarray) else None
+        self._plain: list[Any] | None = None
 
     @staticmethod
     def of_quantities(quantities: Sequence[Quantity]) -> QuantityColumn:
@@ -160,10 +162,12 @@ class Column:
             return self._quantities[i]
         formula, value = self.formula, self.values
         if isinstance(value, np.ndarray):
-            value = value[i]
-            if isinstance(value, np.generic):
-                value = value.item()
-        lazy = (lambda: formula(i)) if callable(formula) else formula
+            plain = self._plain
+            if plain is None:
+                # Python values of every point at once: a group's points are read one by one
+                plain = self._plain = value.tolist()
+            value = plain[i]
+        lazy = partial(formula, i) if callable(formula) else formula
         return Quantity(value, self.unit, self.label, lazy, self.assumptions, self.note)
 
     def take(self, i: int) -> Column:
@@ -186,6 +190,7 @@ class QuantityColumn(Column):
     def __init__(self, quantities: Sequence[Quantity]) -> None:  # noqa: D107 - the attributes read from the first
         self._quantities = quantities
         self._array = None
+        self._plain = None
         self.values = None
 
     def __getattr__(self, name: str) -> Any:
