@@ -283,10 +283,11 @@ class LayoutSearch:
         if shared is not None and self._usable is not None and key in shared:
             hit = self._fit[key] = shared[key] <= self._usable
             return hit
-        estimate = self.engine.run(self.resolved.with_scenario(scenario), _FIT_KEYS)
-        hit = self._fit[key] = bool(estimate.get("memory.fits"))
+        # A one-point group read for three values: no Estimate (nor its quantities) is built.
+        group = self.engine.run_points(self.resolved.with_scenario(scenario), None, _FIT_KEYS)
+        hit = self._fit[key] = bool(group.get(0, "memory.fits"))
         if shared is not None:
-            total, usable = estimate.get("memory.per_gpu.total"), estimate.get("memory.usable_capacity")
+            total, usable = group.get(0, "memory.per_gpu.total"), group.get(0, "memory.usable_capacity")
             known = shared.get(key, total)
             consistent = isinstance(total, float) and isinstance(usable, float) and known == total
             if consistent and hit == (total <= usable):
