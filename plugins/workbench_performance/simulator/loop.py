@@ -61,12 +61,19 @@ def run(p: Prepared) -> SimulationResult:
     window = np.arange(_ARRIVAL_WINDOW)[None, :]
     arrival = sl.arrival
 
+    cidx = np.arange(c)
+    # Constants reused every pass (never written in place).
+    no_config, every_config = np.zeros(c, dtype=bool), np.ones(c, dtype=bool)
+    one_each, no_limit = np.ones(c, dtype=np.int64), np.full(c, NO_LIMIT)
+
     def count_arrivals(until: np.ndarray) -> None:
         # Requests arriving inside the pass contribute their time in the system up to its end.
+        if not ((arrival[cidx, np.minimum(arrived, r - 1)] <= until) & (arrived < r)).any():
+            return  # the common case: nobody new (a request past the end is never "arrived")
         while True:
             idx = arrived[:, None] + window
             inside = idx < r
-            at = np.take_along_axis(arrival, np.minimum(idx, r - 1), 1)
+            at = arrival[rows, np.minimum(idx, r - 1)]
             hit = inside & (at <= until[:, None])
             n = hit.sum(1)
             area[:] += np.where(hit, until[:, None] - at, 0.0).sum(1)
@@ -84,13 +91,19 @@ def run(p: Prepared) -> SimulationResult:
         in_system = n_occupied + (arrived - sl.next)
         free = p.kv_blocks - sl.held.sum(1)
         sl.ask[:] = 0
+        # Whether anyone could be admitted: a preempted request, or an arrived head of the queue
+        # with a free slot (cheap; skips the admission arrays in most passes).
+        head = np.minimum(sl.next, r - 1)
+        candidates = (sl.state == PREEMPTED).any(1) | (
+            (sl.next < r) & (arrival[cidx, head] <= t) & (n_occupied < p.max_batch)
+        )
 
         # Static and continuous batching: admission first; an iteration that admits prefills
         # only (running decodes wait), as vLLM's original scheduler does.
-        allow = active & ~mix & np.where(static1, n_occupied == 0, True)
-        prefill_only = np.zeros(c, dtype=bool)
+        allow = active & ~mix & candidates & (~static1 | (n_occupied == 0))
+        prefill_only = no_config
         if allow.any():
-            prefill_only = sl.admit(t, allow, p.token_budget, free, np.ones(c, dtype=bool)) & allow
+            prefill_only = sl.admit(t, allow, p.token_budget, free, every_config) & allow
         decoding = (sl.state == DECODE) & ~prefill_only[:, None]
         sl.ask = np.where(decoding, 1, sl.ask)
         # Chunked prefill: prefills under way take their next chunk after the decodes.
@@ -102,7 +115,7 @@ def run(p: Prepared) -> SimulationResult:
         grow = (sl.ask > 0) & ~sl.static
         need = np.where(grow, ceil_div(sl.kv + sl.ask, sl.block) - sl.held, 0)
         short = need.sum(1) > free
-        preempted = np.zeros(c, dtype=bool)
+        preempted = no_config
         if short.any():
             victim = sl.preempt(need, short, free)
             need = np.where(victim, 0, need)
@@ -110,7 +123,7 @@ def run(p: Prepared) -> SimulationResult:
         free_after = free - need.sum(1)
 
         # Chunked prefill: new requests fill the budget left (none after a preemption).
-        allow = active & mix & ~preempted
+        allow = active & mix & ~preempted & candidates
         if allow.any():
             used = sl.ask.sum(1)
             sl.admit(t, allow, p.token_budget - used, free_after, used == 0)
@@ -125,16 +138,15 @@ def run(p: Prepared) -> SimulationResult:
         pairs = np.where(pre, ask * kv + ask * (ask + 1) // 2, 0).sum(1)
         work = (p_tok + n_dec) > 0
 
-        k = np.ones(c, dtype=np.int64)
+        k = one_each
         pure = work & (p_tok == 0) & ~preempted
         if pure.any():
             remaining = np.where(dec, sl.output - sl.gen, NO_LIMIT).min(1)
             # Every sequence crosses at most ceil(k / block) block boundaries in k steps.
             by_kv = np.where(static1, NO_LIMIT, block * (free // np.maximum(n_dec, 1)))
-            head = np.minimum(sl.next, r - 1)
-            x = arrival[np.arange(c), head] - t
-            waits = ~static1 & (n_occupied < p.max_batch) & (sl.next < r) & (x > 0)
-            by_arrival = np.full(c, NO_LIMIT)
+            x = arrival[cidx, head] - t
+            waits = ~static1 & (n_occupied < p.max_batch) & (sl.next < r) & (x > 0) & (x < np.inf)
+            by_arrival = no_limit
             if (waits & pure).any():
                 a0 = o + b * n_dec + d * kv0
                 by_arrival = np.where(waits, _leap_to_arrival(np.where(waits, x, 1.0), a0, d * n_dec), NO_LIMIT)
@@ -147,9 +159,13 @@ def run(p: Prepared) -> SimulationResult:
 
         # Output-token gaps: the first iteration's end minus the previous token, and the last
         # (longest) iteration of a leap.
-        first_end = np.where(k > 1, t + (o + b * n_dec + d * (kv0 + n_dec)), t_end)
-        last_dt = np.where(k > 1, o + b * n_dec + d * (kv0 + n_dec * k), 0.0)
-        sl.gap = np.where(dec, np.maximum(sl.gap, np.maximum(first_end[:, None] - sl.last, last_dt[:, None])), sl.gap)
+        if pure.any() and (k > 1).any():
+            first_end = np.where(k > 1, t + (o + b * n_dec + d * (kv0 + n_dec)), t_end)
+            last_dt = np.where(k > 1, o + b * n_dec + d * (kv0 + n_dec * k), 0.0)
+            longest = np.maximum(first_end[:, None] - sl.last, last_dt[:, None])
+        else:
+            longest = t_end[:, None] - sl.last
+        sl.gap = np.where(dec, np.maximum(sl.gap, longest), sl.gap)
         sl.gen += np.where(dec, k[:, None], 0)
         sl.kv = kv = np.where(dec, kv + k[:, None], np.where(pre, kv + ask, kv))
         completed = pre & (kv == sl.target)
@@ -186,7 +202,7 @@ def run(p: Prepared) -> SimulationResult:
         idle = active & ~work
         if idle.any():
             head = np.minimum(sl.next, r - 1)
-            nxt = arrival[np.arange(c), head]
+            nxt = arrival[cidx, head]
             idle &= ~preempted  # a pass that only preempted runs again at the same time
             stuck = idle & ((sl.next >= r) | ~(nxt > t) | ~np.isfinite(nxt) | (n_occupied > 0))
             if stuck.any():

@@ -36,10 +36,12 @@ class Slots:
         self.p = p
         self.s = s = int(min(p.max_batch.max(), r))
         self.rows = np.arange(c)[:, None]
-        self.slot_ids = np.arange(s)[None, :]
+        self.queue_ids = np.arange(s)[None, :]
         self.static = (p.mode == STATIC)[:, None]
         self.mix = p.mode == CHUNKED
         self.block = p.block_size[:, None]
+        self.any_mix, self.all_mix = bool(self.mix.any()), bool(self.mix.all())
+        self.any_static = bool(self.static.any())
         self.hit = p.prefix_hit[:, None]
         self.req = np.full((c, s), -1, dtype=np.int64)
         self.state = np.zeros((c, s), dtype=np.int8)
@@ -76,23 +78,19 @@ class Slots:
         kp = int(pend.sum(1).max()) if pend.any() else 0
         if kp:
             order = np.argsort(np.where(pend, self.req, NO_LIMIT), axis=1, kind="stable")[:, :kp]
-            valid1 = np.take_along_axis(pend, order, 1)
-            prompt1 = np.take_along_axis(self.prompt, order, 1)
-            out1 = np.take_along_axis(self.output, order, 1)
-            target1 = np.take_along_axis(self.target, order, 1)
+            valid1 = pend[rows, order]
+            prompt1 = self.prompt[rows, order]
+            out1 = self.output[rows, order]
+            target1 = self.target[rows, order]
         kq = min(self.s, p.r)
-        qidx = self.next[:, None] + np.arange(kq)[None, :]
+        qidx = self.next[:, None] + self.queue_ids[:, :kq]
         inq = qidx < p.r
         qidx = np.minimum(qidx, p.r - 1)
         slots_free = p.max_batch - (self.req >= 0).sum(1)
-        valid2 = (
-            inq
-            & (np.take_along_axis(self.arrival, qidx, 1) <= t[:, None])
-            & (np.arange(kq)[None, :] < slots_free[:, None])
-            & allow[:, None]
-        )
-        prompt2 = np.take_along_axis(p.prompt, qidx, 1)
-        out2 = np.take_along_axis(p.output, qidx, 1)
+        valid2 = inq & (self.arrival[rows, qidx] <= t[:, None]) & (self.queue_ids[:, :kq] < slots_free[:, None])
+        valid2 &= allow[:, None]
+        prompt2 = p.prompt[rows, qidx]
+        out2 = p.output[rows, qidx]
         if kp:
             valid = np.concatenate([valid1, valid2], 1)
             pad = np.concatenate([~valid1, np.zeros_like(valid2)], 1)
@@ -107,14 +105,25 @@ class Slots:
         want = np.where(valid, np.minimum(target - cached, p.chunk[:, None]), 0)
         before = np.cumsum(want, 1) - want
         left = room[:, None] - before
-        mix = self.mix[:, None]
-        eff = np.where(mix, np.minimum(want, left), want)
-        fits_budget = np.where(mix, eff > 0, (want <= left) | ((before == 0) & alone[:, None]))
-        # Static batching reserves the whole output's KV up front (no growth, no preemption).
-        blocks = np.where(
-            self.static, ceil_div(prompt + out - 1, self.block), ceil_div(cached + eff, self.block)
-        )
-        blocks = np.where(valid, blocks, 0)
+        # Chunked: the last admitted request may take a partial chunk (what is left of the budget).
+        # Otherwise a prompt is admitted whole, or not at all. (Branches in Python when every
+        # configuration has the same kind: fewer array operations in the common case.)
+        if self.any_mix:
+            eff_mix = np.minimum(want, left)
+        if self.all_mix:
+            eff, fits_budget = eff_mix, eff_mix > 0
+        else:
+            eff = want
+            fits_budget = (want <= left) | ((before == 0) & alone[:, None])
+            if self.any_mix:
+                mix = self.mix[:, None]
+                eff = np.where(mix, eff_mix, want)
+                fits_budget = np.where(mix, eff_mix > 0, fits_budget)
+        blocks = ceil_div(cached + eff, self.block)
+        if self.any_static:
+            # Static batching reserves the whole output's KV up front (no growth, no preemption).
+            blocks = np.where(self.static, ceil_div(prompt + out - 1, self.block), blocks)
+        blocks[~valid] = 0
         fits_kv = np.cumsum(blocks, 1) <= free[:, None]
         ok = valid & fits_budget & fits_kv
         if kp:
@@ -159,10 +168,10 @@ class Slots:
         """Give prefills already under way their next chunk from the budget left, oldest first."""
         want = np.where(cont, np.minimum(self.target - self.kv, self.p.chunk[:, None]), 0)
         order = np.argsort(np.where(cont, self.req, NO_LIMIT), axis=1, kind="stable")
-        w = np.take_along_axis(want, order, 1)
+        w = want[self.rows, order]
         eff = np.clip(room[:, None] - (np.cumsum(w, 1) - w), 0, w)
         got = np.empty_like(eff)
-        np.put_along_axis(got, order, eff, 1)
+        got[self.rows, order] = eff
         self.ask = np.where(cont, got, self.ask)
 
     def preempt(self, need: np.ndarray, short: np.ndarray, free: np.ndarray) -> np.ndarray:
@@ -174,11 +183,12 @@ class Slots:
         """
         running = ((self.state == PREFILL) | (self.state == DECODE)) & short[:, None]
         order = np.argsort(np.where(running, -self.req, NO_LIMIT), axis=1, kind="stable")
-        give = np.take_along_axis(np.where(running, self.held + need, 0), order, 1)
+        rows = self.rows
+        give = np.where(running, self.held + need, 0)[rows, order]
         deficit = need.sum(1) - free
-        victim_sorted = np.take_along_axis(running, order, 1) & ((np.cumsum(give, 1) - give) < deficit[:, None])
+        victim_sorted = running[rows, order] & ((np.cumsum(give, 1) - give) < deficit[:, None])
         victim = np.zeros_like(running)
-        np.put_along_axis(victim, order, victim_sorted, 1)
+        victim[rows, order] = victim_sorted
         ci, si = np.nonzero(victim)
         self.preemptions[ci, self.req[ci, si]] += 1
         # Recompute: the prompt and every token generated so far are prefilled again.
