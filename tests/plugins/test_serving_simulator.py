@@ -67,23 +67,19 @@ def poisson_run(rate: float, n: int, seed: int = 1, policy: Policy | None = None
 
 
 def test_littles_law_holds_on_a_long_poisson_run() -> None:
-    s = poisson_run(rate=6.0, n=4000).summary()
+    res = poisson_run(rate=6.0, n=4000)
+    s = res.summary()
     # mean_concurrency is integrated by the loop from its queue and slots; the right side comes
     # from per-request timestamps. A request lost or double counted breaks the equality.
     assert s["mean_concurrency"][0] == pytest.approx(s["requests_per_s"][0] * s["e2e_mean_s"][0], rel=1e-6)
     assert 1.0 < s["mean_concurrency"][0] < 64
-
-
-def test_little_in_steady_state_window() -> None:
-    # The same law on a middle window only, counted from timestamps (not an identity there).
-    res = poisson_run(rate=6.0, n=6000)
+    # The law in steady state, on a middle window (not an identity there): the time average of
+    # requests in the system equals the arrival rate times the mean time in the system.
     arr, fin = res.arrival_s[0], res.finish_s[0]
-    t0, t1 = arr[1000], arr[5000]
-    grid = np.linspace(t0, t1, 20001)
-    in_system = (arr[None, :] <= grid[:, None]) & (fin[None, :] > grid[:, None])
-    lam = ((arr >= t0) & (arr < t1)).sum() / (t1 - t0)
-    w = (fin - arr)[(arr >= t0) & (arr < t1)].mean()
-    assert in_system.sum(1).mean() == pytest.approx(lam * w, rel=0.05)
+    t0, t1 = arr[500], arr[3500]
+    inside = np.clip(np.minimum(fin, t1) - np.maximum(arr, t0), 0, None).sum() / (t1 - t0)
+    window = (arr >= t0) & (arr < t1)
+    assert inside == pytest.approx(window.sum() / (t1 - t0) * (fin - arr)[window].mean(), rel=0.03)
 
 
 def test_low_load_ttft_is_the_prefill_time_and_overload_queues() -> None:
@@ -175,7 +171,7 @@ def test_offline_throughput_and_goodput() -> None:
 
 def test_configurations_together_equal_each_alone() -> None:
     rng = np.random.default_rng(11)
-    c, n = 7, 400
+    c, n = 7, 300
     prompt = arrivals.lengths(rng, n, 300, 1.0, high=1500)
     output = arrivals.lengths(rng, n, 80, 1.0, high=400)
     rates = rng.uniform(2, 30, c)

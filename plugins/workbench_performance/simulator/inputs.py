@@ -47,8 +47,9 @@ class StepModel:
 class Policy:
     """The scheduler's knobs, per configuration (scalars or arrays of C).
 
-    batching: "static" (a batch is formed when the engine is idle and runs until its longest
-    request ends; KV for the whole output is reserved at admission, so no preemption),
+    batching: "static" (a batch of up to max_batch requests is formed when the engine is idle
+    and runs until its longest request ends; KV for the whole output is reserved at admission,
+    so no preemption; the token budget does not apply),
     "continuous" (iteration-level batching; an iteration either prefills newly admitted whole
     prompts or decodes, prefills first, as vLLM's original scheduler), or "chunked" (every
     iteration decodes all running sequences and fills the rest of the token budget with prefill

@@ -65,6 +65,8 @@ def run(p: Prepared) -> SimulationResult:
     # Constants reused every pass (never written in place).
     no_config, every_config = np.zeros(c, dtype=bool), np.ones(c, dtype=bool)
     one_each, no_limit = np.ones(c, dtype=np.int64), np.full(c, NO_LIMIT)
+    # Static batches are bounded by max_batch and KV only, not by a token budget.
+    budget_first = np.where(static1, NO_LIMIT, p.token_budget)
 
     def count_arrivals(until: np.ndarray) -> None:
         # Requests arriving inside the pass contribute their time in the system up to its end.
@@ -103,7 +105,7 @@ def run(p: Prepared) -> SimulationResult:
         allow = active & ~mix & candidates & (~static1 | (n_occupied == 0))
         prefill_only = no_config
         if allow.any():
-            prefill_only = sl.admit(t, allow, p.token_budget, free, every_config) & allow
+            prefill_only = sl.admit(t, allow, budget_first, free, every_config) & allow
         decoding = (sl.state == DECODE) & ~prefill_only[:, None]
         sl.ask = np.where(decoding, 1, sl.ask)
         # Chunked prefill: prefills under way take their next chunk after the decodes.
