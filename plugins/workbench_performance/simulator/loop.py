@@ -100,6 +100,10 @@ def run(p: Prepared) -> SimulationResult:
             (sl.next < r) & (arrival[cidx, head] <= t) & (n_occupied < p.max_batch)
         )
 
+        if candidates.any():
+            waiting = np.minimum(p.max_batch - n_occupied, arrived - sl.next)
+            sl.widen(int((n_occupied + np.maximum(waiting, 0)).max()))
+
         # Static and continuous batching: admission first; an iteration that admits prefills
         # only (running decodes wait), as vLLM's original scheduler does.
         allow = active & ~mix & candidates & (~static1 | (n_occupied == 0))
@@ -195,7 +199,7 @@ def run(p: Prepared) -> SimulationResult:
             done += n_end
             if issued is not None:
                 # Closed loop: each completion sends the next request at once.
-                j = np.arange(sl.s)[None, :]
+                j = np.arange(sl.width)[None, :]
                 ci, j = np.nonzero((j < n_end[:, None]) & (issued[:, None] + j < r))
                 arrival[ci, issued[ci] + j] = t_end[ci]
                 issued[:] = np.minimum(issued + n_end, r)

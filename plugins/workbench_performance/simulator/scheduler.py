@@ -34,7 +34,10 @@ class Slots:
     def __init__(self, p: Prepared) -> None:
         c, r = p.c, p.r
         self.p = p
-        self.s = s = int(min(p.max_batch.max(), r))
+        # Slot arrays start narrow and widen as the batch grows (up to the largest max_batch):
+        # at light load a few slots are busy, and every pass costs in proportion to the width.
+        self.s = int(min(p.max_batch.max(), r))
+        s = self.width = min(self.s, 16)
         self.rows = np.arange(c)[:, None]
         self.queue_ids = np.arange(s)[None, :]
         self.static = (p.mode == STATIC)[:, None]
@@ -63,6 +66,21 @@ class Slots:
             self.arrival[np.arange(r)[None, :] < p.users[:, None]] = 0.0
         self.preemptions = np.zeros((c, r), dtype=np.int64)
 
+    _SLOT_FIELDS = ("req", "state", "kv", "target", "gen", "prompt", "output", "held", "ask", "last", "gap")
+
+    def widen(self, needed: int) -> None:
+        """Make room for `needed` slots per configuration (doubling, to widen rarely)."""
+        if needed <= self.width:
+            return
+        width = min(self.s, max(needed, 2 * self.width))
+        extra = width - self.width
+        for name in self._SLOT_FIELDS:
+            a = getattr(self, name)
+            pad = np.full((a.shape[0], extra), -1 if name == "req" else 0, dtype=a.dtype)
+            setattr(self, name, np.concatenate([a, pad], 1))
+        self.queue_ids = np.arange(width)[None, :]
+        self.width = width
+
     # -- admission --------------------------------------------------------------------------
 
     def admit(self, t: np.ndarray, allow: np.ndarray, room: np.ndarray, free: np.ndarray, alone: np.ndarray) -> np.ndarray:
@@ -82,7 +100,7 @@ class Slots:
             prompt1 = self.prompt[rows, order]
             out1 = self.output[rows, order]
             target1 = self.target[rows, order]
-        kq = min(self.s, p.r)
+        kq = min(self.width, p.r)
         qidx = self.next[:, None] + self.queue_ids[:, :kq]
         inq = qidx < p.r
         qidx = np.minimum(qidx, p.r - 1)
