@@ -65,13 +65,21 @@ def run(p: Prepared) -> SimulationResult:
     # Constants reused every pass (never written in place).
     no_config, every_config = np.zeros(c, dtype=bool), np.ones(c, dtype=bool)
     one_each, no_limit = np.ones(c, dtype=np.int64), np.full(c, NO_LIMIT)
+    no_tokens = np.zeros(c, dtype=np.int64)
     # Static batches are bounded by max_batch and KV only, not by a token budget.
     budget_first = np.where(static1, NO_LIMIT, p.token_budget)
 
+    # The arrival time of the first request not yet arrived (inf past the end). The queue's head
+    # has arrived exactly when arrived > next, and when it has not, its arrival is this one.
+    next_at = np.empty(c)
+
+    def look_ahead() -> None:
+        next_at[:] = np.where(arrived < r, arrival[cidx, np.minimum(arrived, r - 1)], np.inf)
+
     def count_arrivals(until: np.ndarray) -> None:
         # Requests arriving inside the pass contribute their time in the system up to its end.
-        if not ((arrival[cidx, np.minimum(arrived, r - 1)] <= until) & (arrived < r)).any():
-            return  # the common case: nobody new (a request past the end is never "arrived")
+        if not (next_at <= until).any():
+            return  # the common case: nobody new
         while True:
             idx = arrived[:, None] + window
             inside = idx < r
@@ -81,8 +89,10 @@ def run(p: Prepared) -> SimulationResult:
             area[:] += np.where(hit, until[:, None] - at, 0.0).sum(1)
             arrived[:] += n
             if not (n == _ARRIVAL_WINDOW).any():
+                look_ahead()
                 return
 
+    look_ahead()
     count_arrivals(t)
     while True:
         active = done < r
@@ -95,10 +105,7 @@ def run(p: Prepared) -> SimulationResult:
         sl.ask[:] = 0
         # Whether anyone could be admitted: a preempted request, or an arrived head of the queue
         # with a free slot (cheap; skips the admission arrays in most passes).
-        head = np.minimum(sl.next, r - 1)
-        candidates = (sl.state == PREEMPTED).any(1) | (
-            (sl.next < r) & (arrival[cidx, head] <= t) & (n_occupied < p.max_batch)
-        )
+        candidates = (sl.state == PREEMPTED).any(1) | ((arrived > sl.next) & (n_occupied < p.max_batch))
 
         if candidates.any():
             waiting = np.minimum(p.max_batch - n_occupied, arrived - sl.next)
@@ -138,10 +145,13 @@ def run(p: Prepared) -> SimulationResult:
         state, ask, kv = sl.state, sl.ask, sl.kv
         dec = (state == DECODE) & (ask > 0)
         pre = (state == PREFILL) & (ask > 0)
-        p_tok = np.where(pre, ask, 0).sum(1)
+        if pre.any():
+            p_tok = np.where(pre, ask, 0).sum(1)
+            pairs = np.where(pre, ask * kv + ask * (ask + 1) // 2, 0).sum(1)
+        else:
+            p_tok = pairs = no_tokens
         n_dec = dec.sum(1)
         kv0 = np.where(dec, kv, 0).sum(1)
-        pairs = np.where(pre, ask * kv + ask * (ask + 1) // 2, 0).sum(1)
         work = (p_tok + n_dec) > 0
 
         k = one_each
@@ -150,8 +160,8 @@ def run(p: Prepared) -> SimulationResult:
             remaining = np.where(dec, sl.output - sl.gen, NO_LIMIT).min(1)
             # Every sequence crosses at most ceil(k / block) block boundaries in k steps.
             by_kv = np.where(static1, NO_LIMIT, block * (free // np.maximum(n_dec, 1)))
-            x = arrival[cidx, head] - t
-            waits = ~static1 & (n_occupied < p.max_batch) & (sl.next < r) & (x > 0) & (x < np.inf)
+            x = next_at - t
+            waits = ~static1 & (n_occupied < p.max_batch) & (arrived == sl.next) & (x < np.inf)
             by_arrival = no_limit
             if (waits & pure).any():
                 a0 = o + b * n_dec + d * kv0
@@ -183,8 +193,10 @@ def run(p: Prepared) -> SimulationResult:
             ci, si = np.nonzero(completed & (sl.gen == 1))
             first[ci, sl.req[ci, si]] = t_end[ci]
         sl.last = np.where(dec | completed, t_end[:, None], sl.last)
-        running = (sl.state == PREFILL) | (sl.state == DECODE)
-        sl.held = np.where(running & ~sl.static, ceil_div(sl.kv, sl.block), sl.held)
+        # KV blocks: this iteration's growth was allocated above; a leap's is counted here.
+        sl.held += need
+        if (k > 1).any():
+            sl.held = np.where(dec & ~sl.static, ceil_div(sl.kv, sl.block), sl.held)
 
         ended = (sl.state == DECODE) & (sl.gen >= sl.output)
         if ended.any():
@@ -203,14 +215,14 @@ def run(p: Prepared) -> SimulationResult:
                 ci, j = np.nonzero((j < n_end[:, None]) & (issued[:, None] + j < r))
                 arrival[ci, issued[ci] + j] = t_end[ci]
                 issued[:] = np.minimum(issued + n_end, r)
+                look_ahead()
 
         # A configuration with nothing to run waits for its next arrival.
         idle = active & ~work
         if idle.any():
-            head = np.minimum(sl.next, r - 1)
-            nxt = arrival[cidx, head]
+            nxt = next_at
             idle &= ~preempted  # a pass that only preempted runs again at the same time
-            stuck = idle & ((sl.next >= r) | ~(nxt > t) | ~np.isfinite(nxt) | (n_occupied > 0))
+            stuck = idle & ((arrived > sl.next) | ~(nxt > t) | ~np.isfinite(nxt) | (n_occupied > 0))
             if stuck.any():
                 raise RuntimeError(f"serving simulation made no progress in configuration {int(np.argmax(stuck))}")
             t_end = np.where(idle, nxt, t_end)
