@@ -106,11 +106,15 @@ def test_chunked_prefill_bounds_decode_stalls() -> None:
     step = StepModel(overhead_s=O, prefill_token_s=A, decode_seq_s=B, context_token_s=D)
     whole = simulate(step, Policy("continuous", max_batch=16, token_budget=32768), arrivals.trace(arrival, prompt, output))
     chunked = simulate(step, Policy("chunked", max_batch=16, token_budget=512), arrivals.trace(arrival, prompt, output))
+    # A chunk size above the budget is still cut to the budget left after the decodes.
+    wide = simulate(step, Policy("chunked", max_batch=16, token_budget=512, prefill_chunk=4096),
+                    arrivals.trace(arrival, prompt, output))
     # Unchunked, the decodes wait for the whole prompt's prefill iteration.
     assert whole.max_gap_s[0, :short].max() >= O + A * long_p
     # Chunked, no iteration holds more than the budget: 512 tokens, 9 sequences, their context.
     bound = O + A * 512 + B * 9 + D * 9 * (long_p + 432)
     assert chunked.max_gap_s[0, :short].max() <= bound
+    assert wide.max_gap_s[0, :short].max() <= bound
     assert chunked.max_gap_s[0, :short].max() < whole.max_gap_s[0, :short].max() / 5
     assert np.percentile(chunked.tpot_s[0, :short], 99) < np.percentile(whole.tpot_s[0, :short], 99)
 

@@ -27,18 +27,11 @@ def simulate(step: StepModel, policy: Policy, workload: Workload) -> SimulationR
 def _leap_to_arrival(x: np.ndarray, a0: np.ndarray, dd: np.ndarray) -> np.ndarray:
     """Fewest iterations k >= 1 whose total time k*a0 + dd*k(k+1)/2 reaches x (x > 0).
 
-    Solved as a quadratic, then corrected by one either way for rounding (checked exactly).
+    The positive root of the quadratic, rounded up; in the rare tie where rounding lands one
+    iteration off, the waiting request is looked at one iteration early (an extra pass) or late.
     """
     bq = a0 + dd / 2
-    k = np.ceil(2 * x / (bq + np.sqrt(bq * bq + 2 * dd * x)))
-    k = np.clip(k, 1, 1e15)
-
-    def total(n: np.ndarray) -> np.ndarray:
-        return n * a0 + dd * (n * (n + 1) / 2)
-
-    k = np.where((k > 1) & (total(k - 1) >= x), k - 1, k)
-    k = np.where(total(k) < x, k + 1, k)
-    return k.astype(np.int64)
+    return np.clip(np.ceil(2 * x / (bq + np.sqrt(bq * bq + 2 * dd * x))), 1, 1e15).astype(np.int64)
 
 
 def run(p: Prepared) -> SimulationResult:
