@@ -59,7 +59,8 @@ def main() -> None:
         policy = Policy(batching, max_batch=256, token_budget=4096, kv_blocks=40_000)
         r = timed(lambda policy=policy: simulate(STEP, policy, one), rounds)
         s = r.pop("result").summary(slo_ttft_s=2.0, slo_tpot_s=0.05)
-        r.update({k: round(float(s[k][0]), 4) for k in ("ttft_p99_s", "tpot_p50_s", "requests_per_s", "goodput_fraction")})
+        for key in ("ttft_p99_s", "tpot_p50_s", "requests_per_s", "goodput_fraction"):
+            r[key] = round(float(s[key][0]), 4)
         r["iterations"] = int(s["iterations"][0])
         out[f"requests_10000_x1_{batching}"] = r
 

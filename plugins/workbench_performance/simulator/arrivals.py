@@ -24,7 +24,9 @@ def _n(n: int) -> int:
 def _rate(rate: Any) -> np.ndarray:
     arr = np.asarray(rate, dtype=np.float64)
     if arr.ndim > 1 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"the arrival rate must be > 0 requests/s (one value or one per configuration), got {rate!r}")
+        raise ValueError(
+            f"the arrival rate must be > 0 requests/s (one value or one per configuration), got {rate!r}"
+        )
     return arr
 
 
@@ -34,7 +36,9 @@ def _scaled(unit_gaps: np.ndarray, rate: np.ndarray) -> np.ndarray:
     return times / rate if rate.ndim == 0 else times[None, :] / rate[:, None]
 
 
-def lengths(rng: np.random.Generator, n: int, mean: float, cv: float = 0.0, low: int = 1, high: int | None = None) -> np.ndarray:
+def lengths(
+    rng: np.random.Generator, n: int, mean: float, cv: float = 0.0, low: int = 1, high: int | None = None
+) -> np.ndarray:
     """n token counts with a given mean and coefficient of variation (gamma-distributed, rounded).
 
     cv = 0 gives n copies of the mean. Real prompt/output length distributions are skewed with a

@@ -111,14 +111,22 @@ class Prepared:
     users: np.ndarray | None
 
 
+def _whole(arr: np.ndarray) -> bool:
+    """Integers, or floats that hold whole numbers (1.0 is fine, 1.5 and nan are not)."""
+    if np.issubdtype(arr.dtype, np.integer):
+        return True
+    if not np.issubdtype(arr.dtype, np.floating):
+        return False
+    return bool(np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)))
+
+
 def _per_config(name: str, value: Any, kind: str) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim > 1:
         raise ValueError(f"{name} must be a number or a 1-D array (one value per configuration)")
     if kind == "int":
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-                raise ValueError(f"{name} must be a whole number, got {value!r}")
+        if arr.size and not _whole(arr):
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
         return np.atleast_1d(arr.astype(np.int64))
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise ValueError(f"{name} must be a number, got {value!r}")
@@ -133,9 +141,8 @@ def _per_request(name: str, value: Any, kind: str) -> np.ndarray:
     if arr.ndim not in (1, 2):
         raise ValueError(f"{name} must be an array of R requests or C x R (configurations x requests)")
     if kind == "int":
-        if not np.issubdtype(arr.dtype, np.integer):
-            if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
-                raise ValueError(f"{name} must hold whole numbers of tokens")
+        if arr.size and not _whole(arr):
+            raise ValueError(f"{name} must hold whole numbers of tokens")
         arr = arr.astype(np.int64)
     else:
         arr = arr.astype(np.float64)
@@ -176,11 +183,15 @@ def prepare(step: StepModel, policy: Policy, workload: Workload) -> Prepared:
             "prefill_chunk", NO_LIMIT if policy.prefill_chunk is None else policy.prefill_chunk, "int"
         ),
         "block_size": _per_config("block_size", policy.block_size, "int"),
-        "kv_blocks": _per_config("kv_blocks", NO_LIMIT if policy.kv_blocks is None else policy.kv_blocks, "int"),
+        "kv_blocks": _per_config(
+            "kv_blocks", NO_LIMIT if policy.kv_blocks is None else policy.kv_blocks, "int"
+        ),
         "prefix_hit": _per_config("prefix_hit", policy.prefix_hit, "float"),
     }
     if (workload.arrival_s is None) == (workload.users is None):
-        raise ValueError("a workload needs either arrival times (open loop) or a number of users (closed loop)")
+        raise ValueError(
+            "a workload needs either arrival times (open loop) or a number of users (closed loop)"
+        )
     req = {
         "prompt_tokens": _per_request("prompt_tokens", workload.prompt_tokens, "int"),
         "output_tokens": _per_request("output_tokens", workload.output_tokens, "int"),

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from workbench_performance.simulator.inputs import NO_LIMIT, STATIC, Policy, Prepared, StepModel, Workload, prepare
+from workbench_performance.simulator.inputs import (
+    NO_LIMIT,
+    STATIC,
+    Policy,
+    Prepared,
+    StepModel,
+    Workload,
+    prepare,
+)
 from workbench_performance.simulator.metrics import SimulationResult
 from workbench_performance.simulator.scheduler import DECODE, EMPTY, PREEMPTED, PREFILL, Slots, ceil_div
 
@@ -158,7 +166,8 @@ def run(p: Prepared) -> SimulationResult:
             by_arrival = no_limit
             if (waits & pure).any():
                 a0 = o + b * n_dec + d * kv0
-                by_arrival = np.where(waits, _leap_to_arrival(np.where(waits, x, 1.0), a0, d * n_dec), NO_LIMIT)
+                leap = _leap_to_arrival(np.where(waits, x, 1.0), a0, d * n_dec)
+                by_arrival = np.where(waits, leap, NO_LIMIT)
             k = np.where(pure, np.maximum(1, np.minimum(np.minimum(remaining, by_kv), by_arrival)), 1)
         # Context tokens read over the k iterations: sum over j = 1..k of (kv0 + n_dec * j).
         ctx = k * kv0 + n_dec * (k * (k + 1) // 2)
@@ -217,7 +226,8 @@ def run(p: Prepared) -> SimulationResult:
             idle &= ~preempted  # a pass that only preempted runs again at the same time
             stuck = idle & ((arrived > sl.next) | ~(nxt > t) | ~np.isfinite(nxt) | (n_occupied > 0))
             if stuck.any():
-                raise RuntimeError(f"serving simulation made no progress in configuration {int(np.argmax(stuck))}")
+                where = int(np.argmax(stuck))
+                raise RuntimeError(f"serving simulation made no progress in configuration {where}")
             t_end = np.where(idle, nxt, t_end)
         area += in_system * (t_end - t)
         t = t_end
@@ -236,4 +246,4 @@ def run(p: Prepared) -> SimulationResult:
     )
 
 
-__all__ = ["simulate", "run", "PREEMPTED", "PREFILL"]
+__all__ = ["run", "simulate"]

@@ -83,7 +83,9 @@ class Slots:
 
     # -- admission --------------------------------------------------------------------------
 
-    def admit(self, t: np.ndarray, allow: np.ndarray, room: np.ndarray, free: np.ndarray, alone: np.ndarray) -> np.ndarray:
+    def admit(
+        self, t: np.ndarray, allow: np.ndarray, room: np.ndarray, free: np.ndarray, alone: np.ndarray
+    ) -> np.ndarray:
         """Admit waiting requests first come, first served; returns which configurations admitted.
 
         allow: configurations that may admit now; room: tokens left in the iteration's budget;
@@ -105,7 +107,8 @@ class Slots:
         inq = qidx < p.r
         qidx = np.minimum(qidx, p.r - 1)
         slots_free = p.max_batch - (self.req >= 0).sum(1)
-        valid2 = inq & (self.arrival[rows, qidx] <= t[:, None]) & (self.queue_ids[:, :kq] < slots_free[:, None])
+        valid2 = inq & (self.arrival[rows, qidx] <= t[:, None])
+        valid2 &= self.queue_ids[:, :kq] < slots_free[:, None]
         valid2 &= allow[:, None]
         prompt2 = p.prompt[rows, qidx]
         out2 = p.output[rows, qidx]
