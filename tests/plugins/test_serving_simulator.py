@@ -257,3 +257,31 @@ def test_gamma_arrivals_have_the_rate_and_cv_asked_for() -> None:
 def test_bad_inputs_are_refused_with_a_clear_message(make, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_token_budget_and_max_batch_bound_each_iteration() -> None:
+    n, p, out = 12, 1000, 30
+    res = simulate(STEP, Policy("continuous", max_batch=6, token_budget=4096), arrivals.offline([p] * n, [out] * n))
+    # The first iteration prefills four whole prompts (4,000 of 4,096 tokens), the next two more.
+    assert res.first_token_s[0, :4] == pytest.approx(np.full(4, prefill_time(p, n=4)), rel=1e-12)
+    assert res.first_token_s[0, 4:6] == pytest.approx(np.full(2, prefill_time(p, n=4) + prefill_time(p, n=2)))
+    # Never more than six requests between admission and completion.
+    starts = res.first_token_s[0]
+    running = ((starts[None, :] <= starts[:, None]) & (res.finish_s[0][None, :] > starts[:, None])).sum(1)
+    assert running.max() == 6
+    # A prompt longer than the budget still runs when it is alone.
+    big = simulate(STEP, Policy("continuous", token_budget=512), arrivals.offline([3000], [5]))
+    assert big.ttft_s[0, 0] == pytest.approx(prefill_time(3000), rel=1e-12)
+
+
+def test_per_configuration_traces() -> None:
+    # Two configurations, each with its own trace (C x R arrays).
+    arrival = np.array([[0.0, 0.0, 1.0], [0.0, 2.0, 2.0]])
+    prompt = np.array([[100, 200, 300], [300, 200, 100]])
+    output = np.array([[10, 1, 5], [5, 1, 10]])
+    res = simulate(STEP, Policy("chunked", prefill_chunk=128), arrivals.trace(arrival, prompt, output))
+    for i in range(2):
+        alone = simulate(STEP, Policy("chunked", prefill_chunk=128), arrivals.trace(arrival[i], prompt[i], output[i]))
+        assert same(alone.finish_s[0], res.finish_s[i])
+    assert np.isnan(res.tpot_s[:, 1]).all()  # one output token: no TPOT
+    assert np.isfinite(res.summary()["tpot_p99_s"]).all()
