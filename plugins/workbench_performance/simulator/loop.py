@@ -101,23 +101,23 @@ def run(p: Prepared) -> SimulationResult:
             break
         occupied = sl.req >= 0
         n_occupied = occupied.sum(1)
-        in_system = n_occupied + (arrived - sl.next)
+        in_system = n_occupied + (arrived - sl.next)  # running, preempted, queued
         free = p.kv_blocks - sl.held.sum(1)
         sl.ask[:] = 0
         # Whether anyone could be admitted: a preempted request, or an arrived head of the queue
         # with a free slot (cheap; skips the admission arrays in most passes).
         candidates = (sl.state == PREEMPTED).any(1) | ((arrived > sl.next) & (n_occupied < p.max_batch))
 
+        waiting = arrived - sl.next
         if candidates.any():
-            waiting = np.minimum(p.max_batch - n_occupied, arrived - sl.next)
-            sl.widen(int((n_occupied + np.maximum(waiting, 0)).max()))
+            sl.widen(int((n_occupied + np.minimum(p.max_batch - n_occupied, waiting)).max()))
 
         # Static and continuous batching: admission first; an iteration that admits prefills
         # only (running decodes wait), as vLLM's original scheduler does.
         allow = active & ~mix & candidates & (~static1 | (n_occupied == 0))
         prefill_only = no_config
         if allow.any():
-            prefill_only = sl.admit(t, allow, budget_first, free, every_config) & allow
+            prefill_only = sl.admit(t, allow, budget_first, free, every_config, waiting) & allow
         decoding = (sl.state == DECODE) & ~prefill_only[:, None]
         sl.ask = np.where(decoding, 1, sl.ask)
         # Chunked prefill: prefills under way take their next chunk after the decodes.
@@ -140,7 +140,7 @@ def run(p: Prepared) -> SimulationResult:
         allow = active & mix & ~preempted & candidates
         if allow.any():
             used = sl.ask.sum(1)
-            sl.admit(t, allow, p.token_budget - used, free_after, used == 0)
+            sl.admit(t, allow, p.token_budget - used, free_after, used == 0, waiting)
 
         # The iteration's work and time.
         state, ask, kv = sl.state, sl.ask, sl.kv

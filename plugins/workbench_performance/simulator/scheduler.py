@@ -45,6 +45,7 @@ class Slots:
         self.block = p.block_size[:, None]
         self.any_mix, self.all_mix = bool(self.mix.any()), bool(self.mix.all())
         self.any_static = bool(self.static.any())
+        self.any_hit = bool((p.prefix_hit > 0).any())
         self.hit = p.prefix_hit[:, None]
         self.req = np.full((c, s), -1, dtype=np.int64)
         self.state = np.zeros((c, s), dtype=np.int8)
@@ -84,12 +85,19 @@ class Slots:
     # -- admission --------------------------------------------------------------------------
 
     def admit(
-        self, t: np.ndarray, allow: np.ndarray, room: np.ndarray, free: np.ndarray, alone: np.ndarray
+        self,
+        t: np.ndarray,
+        allow: np.ndarray,
+        room: np.ndarray,
+        free: np.ndarray,
+        alone: np.ndarray,
+        waiting: np.ndarray,
     ) -> np.ndarray:
         """Admit waiting requests first come, first served; returns which configurations admitted.
 
         allow: configurations that may admit now; room: tokens left in the iteration's budget;
-        free: KV blocks free; alone: nothing else is scheduled yet (an over-long prompt may go).
+        free: KV blocks free; alone: nothing else is scheduled yet (an over-long prompt may go);
+        waiting: requests arrived and still queued (bounds how many queue entries to look at).
         Candidates are the preempted requests (by arrival), then the queue's head. Admission
         stops at the first that does not fit (head-of-line, as vLLM: no overtaking).
         """
@@ -102,16 +110,18 @@ class Slots:
             prompt1 = self.prompt[rows, order]
             out1 = self.output[rows, order]
             target1 = self.target[rows, order]
-        kq = min(self.width, p.r)
+        slots_free = p.max_batch - (self.req >= 0).sum(1)
+        # Only the queue entries that could be admitted now are looked at: the arrays stay as
+        # narrow as the number of newcomers, not the batch (empty slots always suffice: see widen).
+        kq = int(np.minimum(np.where(allow, waiting, 0), slots_free).max())
         qidx = self.next[:, None] + self.queue_ids[:, :kq]
         inq = qidx < p.r
         qidx = np.minimum(qidx, p.r - 1)
-        slots_free = p.max_batch - (self.req >= 0).sum(1)
         valid2 = inq & (self.arrival[rows, qidx] <= t[:, None])
         valid2 &= self.queue_ids[:, :kq] < slots_free[:, None]
         valid2 &= allow[:, None]
         prompt2 = p.prompt[rows, qidx]
-        out2 = p.output[rows, qidx]
+        out2 = p.output[rows, qidx] if self.any_static else prompt2  # only static reserves outputs
         if kp:
             valid = np.concatenate([valid1, valid2], 1)
             pad = np.concatenate([~valid1, np.zeros_like(valid2)], 1)
@@ -122,7 +132,10 @@ class Slots:
             valid, prompt, out, target = valid2, prompt2, out2, prompt2
         # Prefix-cache hits skip computing part of the prompt; the last token is always computed
         # (it produces the first output token). The cached tokens still hold KV blocks.
-        cached = np.minimum(np.floor(self.hit * prompt).astype(np.int64), target - 1)
+        if self.any_hit:
+            cached = np.minimum(np.floor(self.hit * prompt).astype(np.int64), target - 1)
+        else:
+            cached = np.zeros_like(target)
         want = np.where(valid, np.minimum(target - cached, p.chunk[:, None]), 0)
         before = np.cumsum(want, 1) - want
         left = room[:, None] - before
