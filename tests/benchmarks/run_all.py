@@ -306,6 +306,10 @@ def run_all(bench_venv: Path, compare: bool) -> dict[str, Any]:
                                                   "worst_scenario_edit_p95_ms"),
         "ours_over_llm_analysis_time_ratio": comparison.get("ours_over_theirs_time_ratio"),
         "sweep_marginal_us_per_config": _pick(comparison, "sweep_marginal"),
+        "fit_search_1m_configurations_s": _pick(results.get("bench_arrays", {}), "memory_fit_search_1m", "wall_s"),
+        "sweep_1m_points_csv_rss_mib": _pick(results.get("bench_arrays", {}), "sweep_csv_1m", "largest_process_rss_mib"),
+        "simulator_10000_requests_continuous_s": _pick(results.get("bench_simulator", {}),
+                                                       "requests_10000_x1_continuous", "wall_s"),
     }
     return {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
