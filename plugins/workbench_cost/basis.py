@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from workbench.core.scenario import Pricing
 from workbench.engine.points import Column, PointsContext, PointWarning
+from workbench_cost.columns import Floats
 from workbench_cost.power import HOST, IDLE
 
 #: The assumptions the power figures read (listed on every result computed from power).
@@ -24,16 +23,16 @@ class Basis:
     pricing: Pricing
     training: bool
     #: GPUs paid for, per point: whole numbers in float64 (every use multiplies them by a float,
-    #: which is what Python did with the int); printed as ``int(gpus[i])``. Formulas close over
-    #: such arrays, never over the Basis: it holds the columns, and the cycle would leave every
-    #: estimate to the cyclic garbage collector.
-    gpus: np.ndarray
+    #: which is what Python did with the int); printed as ``int(at(gpus, i))``. Formulas close
+    #: over such arrays, never over the Basis: it holds the columns, and the cycle would leave
+    #: every estimate to the cyclic garbage collector. A group of one point holds Python floats.
+    gpus: Floats
     price: float | None
     purchase: float | None
     purchase_from: str
-    hourly: np.ndarray | None  # None: no rental price
-    power_kw: np.ndarray | None  # None: no power figure (or no key that needs one)
-    busy_w: np.ndarray | None
+    hourly: Floats | None  # None: no rental price
+    power_kw: Floats | None  # None: no power figure (or no key that needs one)
+    busy_w: Floats | None
     idle_w: float | None
     values: dict[str, Column] = field(default_factory=dict)
     warnings: list[PointWarning] = field(default_factory=list)

@@ -4,6 +4,10 @@ explanation differs from point to point.
 A cost key has no value at a point where the performance plugin gives no throughput (or a training
 run no length): there it carries the reason as its formula and note, exactly as a single estimate
 does, while the other points carry the price and its formula. :class:`PerPoint` is such a column.
+
+A group of one point (a single estimate) runs the same formulas over Python numbers: :func:`numbers`
+then gives a float and a bool, and the helpers here take either form. numpy's cost per call on
+one-entry arrays would otherwise be most of a single estimate's time.
 """
 
 from __future__ import annotations
@@ -16,16 +20,40 @@ import numpy as np
 from workbench.engine.points import Column, PointsContext
 from workbench_cost.keys import label, unit
 
-
 #: Where something holds over a group: True (every point), False (no point), or a bool array
 #: that is true at some points only. Groups are usually uniform, and then a key is one plain column.
 Some = bool | np.ndarray
+#: A float64 array with one entry per point, or the Python float of a group of one point.
+Floats = float | np.ndarray
 
 
-def some(mask: np.ndarray) -> Some:
-    """``mask`` as :data:`Some`."""
+def some(mask: bool | np.ndarray) -> Some:
+    """``mask`` as :data:`Some` (a group of one point's Python bool is one already)."""
+    if not isinstance(mask, np.ndarray):
+        return mask
     count = np.count_nonzero(mask)
     return True if count == mask.size else (False if count == 0 else mask)
+
+
+def at(values: Any, i: int) -> Any:
+    """Point ``i``'s entry, for a formula (a group of one point's number is its only entry)."""
+    return values[i] if isinstance(values, np.ndarray) else values
+
+
+def zeros(ctx: PointsContext) -> Floats:
+    """0.0 at every point."""
+    return 0.0 if ctx.n == 1 else np.zeros(ctx.n)
+
+
+def where(mask: bool | np.ndarray, yes: Floats, no: float) -> Floats:
+    """``yes if mask else no`` point by point."""
+    return np.where(mask, yes, no) if isinstance(mask, np.ndarray) else (yes if mask else no)
+
+
+def point_field(ctx: PointsContext, name: str) -> int | np.ndarray:
+    """A point field (``gen_len``...): the int64 array, or a group of one point's Python int."""
+    values = ctx.points[name]
+    return int(values[0]) if ctx.n == 1 else values
 
 
 def negate(mask: Some) -> Some:
@@ -39,12 +67,15 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, Some]:
+def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
     """``key``'s values as float64 (0.0 where there is no number) and where it has one. No number:
-    the key is absent (a run for a few keys that do not read it), None, a bool or text."""
+    the key is absent (a run for a few keys that do not read it), None, a bool or text. A group of
+    one point: a Python float and a bool, read as the one-entry array would be."""
     n = ctx.n
     if key not in ctx.values:
-        return np.zeros(n), False
+        return (0.0 if n == 1 else np.zeros(n)), False
+    if n == 1:
+        return _first(ctx, key)
     values = ctx.value(key)
     if not isinstance(values, np.ndarray):  # one value shared by every point
         x = _number(values)
@@ -59,14 +90,37 @@ def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, Some]:
     return np.array([0.0 if x is None else x for x in found], dtype=np.float64), some(has)
 
 
-def or_zero(values: np.ndarray) -> np.ndarray:
+def _first(ctx: PointsContext, key: str) -> tuple[float, bool]:
+    """:func:`numbers` of a group of one point, without building a one-entry array for the usual
+    int or float; anything else goes through the array :meth:`PointsContext.value` would give."""
+    column = ctx.values[key]
+    values = column.values
+    if values is None:  # a scalar estimator's quantity (or a column with no value)
+        value = column.value(0)
+        kind = type(value)
+        if kind is float or kind is int:  # float64 or int64 as an array: float() of it is the same
+            return float(value), True
+        values = ctx.value(key)
+    if not isinstance(values, np.ndarray):  # one value shared by every point
+        x = _number(values)
+        return (0.0, False) if x is None else (x, True)
+    kind = values.dtype.kind
+    if kind in "fiu":
+        return float(values[0]), True  # float64's own conversion of the entry
+    if kind != "O":  # bool or text arrays hold no numbers
+        return 0.0, False
+    x = _number(values[0])
+    return (0.0, False) if x is None else (x, True)
+
+
+def or_zero(values: Floats) -> Floats:
     """``x or 0.0`` point by point, for :func:`numbers`' values (0.0 already stands where None was):
     only a negative zero changes, and adding 0.0 changes exactly that (IEEE 754: -0.0 + 0.0 is 0.0,
     x + 0.0 is x for every other x, NaN and infinities included)."""
     return values + 0.0
 
 
-def with_none(values: np.ndarray, has: Some) -> np.ndarray | None:
+def with_none(values: Floats, has: Some) -> Floats | None:
     """``values`` where ``has`` holds and None elsewhere: the float64 array when every point has a
     number, None when none has, else an object array of Python floats and None (the values single
     estimates give)."""

@@ -15,7 +15,22 @@ import numpy as np
 
 from workbench.engine.points import Column, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, some, with_none
+from workbench_cost.columns import (
+    Case,
+    Floats,
+    Some,
+    at,
+    negate,
+    null,
+    numbers,
+    or_zero,
+    pick,
+    point_field,
+    some,
+    where,
+    with_none,
+    zeros,
+)
 from workbench_cost.keys import label
 
 PER_TOKEN_KEYS = (
@@ -34,14 +49,15 @@ def add_per_token(b: Basis) -> None:
         return
     ctx = b.ctx
     out_rate = or_zero(numbers(ctx, "performance.tokens_per_s")[0])  # `rate or 0.0` serves every use
+    generating: bool | np.ndarray
     if b.training:
-        in_rate = share = np.zeros(ctx.n)
-        generating = np.zeros(ctx.n, dtype=bool)
+        in_rate = share = zeros(ctx)
+        generating = False if ctx.n == 1 else np.zeros(ctx.n, dtype=bool)
     else:
         in_rate = or_zero(numbers(ctx, "performance.input_tokens_per_s")[0])
         share = or_zero(numbers(ctx, "performance.prefill_time_fraction")[0])
-        generating = ctx.points["gen_len"] != 0
-    all_rate = out_rate + np.where(generating, in_rate, 0.0)
+        generating = point_field(ctx, "gen_len") != 0
+    all_rate = out_rate + where(generating, in_rate, 0.0)
     rated = all_rate != 0.0
     t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, some(generating))
     if any(map(want, PER_TOKEN_KEYS)):
@@ -57,13 +73,13 @@ class _Tokens:
     """The group's token rates (``x or 0.0`` of the performance plugin's) and what they allow."""
 
     b: Basis
-    out_rate: np.ndarray
-    in_rate: np.ndarray
-    share: np.ndarray
-    all_rate: np.ndarray  # output tokens, plus the prompt's when the model generates
-    rated: np.ndarray  # where all_rate is not 0
+    out_rate: Floats
+    in_rate: Floats
+    share: Floats
+    all_rate: Floats  # output tokens, plus the prompt's when the model generates
+    rated: bool | np.ndarray  # where all_rate is not 0
     rated_some: Some
-    generating: np.ndarray
+    generating: bool | np.ndarray
     generates: Some
 
     def unrated(self, key: str) -> Case:
@@ -86,14 +102,15 @@ def _prices(t: _Tokens) -> None:
         return
     key = "cost.usd_per_million_tokens"
     if want(key):
-        values = with_none(hourly / (all_rate * 3600.0) * 1e6, t.rated_some)
+        rated = t.rated_some
+        values = None if rated is False else with_none(hourly / (all_rate * 3600.0) * 1e6, rated)
 
         def central(what: str) -> Column:
             return col(
                 values,
                 "USD/Mtoken",
                 f"Cost per million {what}",
-                lambda i: f"{usd(hourly[i])}/h / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+                lambda i: f"{usd(at(hourly, i))}/h / ({at(all_rate, i):,.0f} tokens/s x 3,600) x 1e6",
             )
 
         v[key] = pick(values, [t.unrated(key), *t.by_tokens(central)])
@@ -104,13 +121,17 @@ def _prices(t: _Tokens) -> None:
         if want(key):
             rate = or_zero(numbers(b.ctx, rate_key)[0])
             # `all_rate * (rate / out_rate) if rate and out_rate else None`, and no value unless scaled
-            scaled = all_rate * (rate / t.out_rate)
-            has = some(t.rated & (rate != 0.0) & (t.out_rate != 0.0) & (scaled != 0.0))
-            values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
+            scales = t.rated & (rate != 0.0) & (t.out_rate != 0.0)
+            values = None
+            if some(scales) is not False:
+                scaled = all_rate * (rate / t.out_rate)
+                has = some(scales & (scaled != 0.0))
+                if has is not False:
+                    values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
             v[key] = pick(values, [t.unrated(key), (None, _bound(values, key, rate_key))])
 
 
-def _bound(values: np.ndarray | None, key: str, rate_key: str) -> Callable[[], Column]:
+def _bound(values: Floats | None, key: str, rate_key: str) -> Callable[[], Column]:
     return lambda: col(values, "USD/Mtoken", label(key), f"at {rate_key}")
 
 
@@ -127,7 +148,7 @@ def _split(t: _Tokens) -> None:
     share, in_rate, out_rate = t.share, t.in_rate, t.out_rate
     key = "cost.usd_per_million_input_tokens"
     if want(key):
-        per_in = with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
+        per_in = None if split is False else with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
         v[key] = pick(
             per_in,
             [
@@ -139,8 +160,8 @@ def _split(t: _Tokens) -> None:
                         "USD/Mtoken",
                         label("cost.usd_per_million_input_tokens"),
                         lambda i: (
-                            f"{usd(hourly[i])}/h x prompt share of GPU time {share[i]:.3f} / "
-                            f"({in_rate[i]:,.0f} input tokens/s x 3,600) x 1e6"
+                            f"{usd(at(hourly, i))}/h x prompt share of GPU time {at(share, i):.3f} / "
+                            f"({at(in_rate, i):,.0f} input tokens/s x 3,600) x 1e6"
                         ),
                     ),
                 ),
@@ -148,7 +169,9 @@ def _split(t: _Tokens) -> None:
         )
     key = "cost.usd_per_million_output_tokens"
     if want(key):
-        per_out = with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
+        per_out = (
+            None if split is False else with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
+        )
         v[key] = pick(
             per_out,
             [
@@ -160,8 +183,8 @@ def _split(t: _Tokens) -> None:
                         "USD/Mtoken",
                         label("cost.usd_per_million_output_tokens"),
                         lambda i: (
-                            f"{usd(hourly[i])}/h x decode share {1 - share[i]:.3f} / "
-                            f"({out_rate[i]:,.0f} output tokens/s x 3,600) x 1e6"
+                            f"{usd(at(hourly, i))}/h x decode share {1 - at(share, i):.3f} / "
+                            f"({at(out_rate, i):,.0f} output tokens/s x 3,600) x 1e6"
                         ),
                     ),
                 ),
@@ -181,32 +204,33 @@ def _energy(t: _Tokens) -> None:
             if want(key):
                 v[key] = null(key, NO_POWER)
         return
-    kwh = power_kw / (all_rate * 3600.0) * 1e6
+    rated = t.rated_some
+    kwh = None if rated is False else power_kw / (all_rate * 3600.0) * 1e6  # None: no point keeps it
     grid = b.pricing.grid_kg_co2_per_kwh
     key = "cost.energy_kwh_per_million_tokens"
     if want(key):
-        energy = with_none(kwh, t.rated_some)
+        energy = None if kwh is None else with_none(kwh, rated)
 
         def per_m_energy(what: str) -> Column:
             return col(
                 energy,
                 "kWh/Mtoken",
                 f"Energy per million {what}",
-                lambda i: f"{power_kw[i]:.4g} kW / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+                lambda i: f"{at(power_kw, i):.4g} kW / ({at(all_rate, i):,.0f} tokens/s x 3,600) x 1e6",
                 POWER_IDS,
             )
 
         v[key] = pick(energy, [t.unrated(key), *t.by_tokens(per_m_energy)])
     key = "cost.co2_kg_per_million_tokens"
     if want(key):
-        co2 = with_none(kwh * grid, t.rated_some)
+        co2 = None if kwh is None else with_none(kwh * grid, rated)
 
         def per_m_co2(what: str) -> Column:
             return col(
                 co2,
                 "kg CO2e/Mtoken",
                 f"CO2 per million {what}",
-                lambda i: f"{kwh[i]:.4g} kWh x {grid:g} kg/kWh",
+                lambda i: f"{at(kwh, i):.4g} kWh x {grid:g} kg/kWh",
                 POWER_IDS,
             )
 

@@ -15,7 +15,19 @@ import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, with_none
+from workbench_cost.columns import (
+    Case,
+    Floats,
+    Some,
+    at,
+    negate,
+    null,
+    numbers,
+    or_zero,
+    pick,
+    with_none,
+    zeros,
+)
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 
@@ -50,8 +62,13 @@ def add_run_and_tco(b: Basis) -> None:
     if b.training:
         seconds, timed = numbers(b.ctx, "performance.train_time_s")
     else:
-        seconds, timed = np.zeros(b.ctx.n), False
-    run = _Run(b, seconds, timed, "set --train-tokens to cost a run" if b.training else "no run length: inference scenario")
+        seconds, timed = zeros(b.ctx), False
+    run = _Run(
+        b,
+        seconds,
+        timed,
+        "set --train-tokens to cost a run" if b.training else "no run length: inference scenario",
+    )
     # The keys come in the order a single estimate gives them: with a run length, the GPU-hours
     # first and the cost on owned GPUs after buy-vs-rent; without, the order of RUN_KEYS.
     if run_wanted:
@@ -65,7 +82,7 @@ class _Run:
 
     __slots__ = ("b", "seconds", "timed", "why")
 
-    def __init__(self, b: Basis, seconds: np.ndarray, timed: Some, why: str) -> None:
+    def __init__(self, b: Basis, seconds: Floats, timed: Some, why: str) -> None:
         self.b, self.seconds, self.timed, self.why = b, seconds, timed, why
 
     def pick(self, key: str, values: Any, make: Make) -> Column:
@@ -94,7 +111,10 @@ def _run(r: _Run) -> None:
             "cost.gpu_hours",
             gpu_hours,
             lambda: col(
-                gpu_hours, "GPU-h", "GPU-hours of the run", lambda i: f"{int(gpus[i])} GPUs x {hours[i]:,.1f} h"
+                gpu_hours,
+                "GPU-h",
+                "GPU-hours of the run",
+                lambda i: f"{int(at(gpus, i))} GPUs x {at(hours, i):,.1f} h",
             ),
         )
     for key, days_key, what in (
@@ -126,7 +146,7 @@ def _run(r: _Run) -> None:
                     energy,
                     "kWh",
                     "Energy of the run (facility)",
-                    lambda i: f"{power_kw[i]:.4g} kW x {hours[i]:,.1f} h",
+                    lambda i: f"{at(power_kw, i):.4g} kW x {at(hours, i):,.1f} h",
                     POWER_IDS,
                 ),
             )
@@ -139,18 +159,24 @@ def _run(r: _Run) -> None:
                 "cost.co2_kg",
                 co2,
                 lambda: col(
-                    co2, "kg CO2e", "CO2 of the run", lambda i: f"{kwh[i]:,.0f} kWh x {grid:g} kg/kWh", POWER_IDS
+                    co2,
+                    "kg CO2e",
+                    "CO2 of the run",
+                    lambda i: f"{at(kwh, i):,.0f} kWh x {grid:g} kg/kWh",
+                    POWER_IDS,
                 ),
             )
 
 
-def _rented(b: Basis, key: str, values: Any, what: str, hours: np.ndarray, total: np.ndarray) -> Make:
+def _rented(b: Basis, key: str, values: Any, what: str, hours: Floats, total: Floats) -> Make:
     price, gpus = b.price, b.gpus
     return lambda: col(
         values,
         "USD",
         label(key),
-        lambda i: f"{what}{int(gpus[i])} GPUs x {usd(price)} x {hours[i]:,.1f} h = {usd(total[i])}",
+        lambda i: (
+            f"{what}{int(at(gpus, i))} GPUs x {usd(price)} x {at(hours, i):,.1f} h = {usd(at(total, i))}"
+        ),
     )
 
 
@@ -173,7 +199,7 @@ def _tco(r: _Run) -> None:
                 gpus * purchase * (1.0 + overhead),
                 "USD",
                 label("cost.tco.capex_usd"),
-                lambda i: f"{int(gpus[i])} x {usd(purchase)} x (1 + {overhead:g})",
+                lambda i: f"{int(at(gpus, i))} x {usd(purchase)} x (1 + {overhead:g})",
             )
         if owned_wanted:
             v[_OWNED] = r.pick(_OWNED, None, _null(_OWNED, f"needs the {missing}"))
@@ -196,23 +222,31 @@ def _tco(r: _Run) -> None:
                 "USD",
                 label(_OWNED),
                 lambda i: (
-                    f"{gpus[i] * seconds[i] / 3600:,.0f} GPU-h x owned {usd(t.owned_usd_per_gpu_hour[i])}/GPU-h"
+                    f"{at(gpus, i) * at(seconds, i) / 3600:,.0f} GPU-h x owned "
+                    f"{usd(at(t.owned_usd_per_gpu_hour, i))}/GPU-h"
                 ),
                 POWER_IDS,
             ),
         )
     years, use = pricing.years, pricing.utilization
     months = t.break_even_months
-    late = np.fromiter((m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months))
-    if late.any():
+    late: bool | np.ndarray
+    if isinstance(months, np.ndarray):
+        late = np.fromiter(
+            (m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months)
+        )
+    else:  # a group of one point
+        late = months is not None and months > years * 12
+    if late is True or (late is not False and late.any()):
         b.warnings.append(
             PointWarning(
                 "buy-does-not-pay-back",
                 lambda i: (
-                    f"Buying pays back after {months[i]:.0f} months, beyond the {years:g}-year period at {use:.0%} use"
+                    f"Buying pays back after {at(months, i):.0f} months, beyond the {years:g}-year period "
+                    f"at {use:.0%} use"
                 ),
                 severity="info",
-                where=late,
+                where=None if late is True else late,
             )
         )
 
@@ -228,7 +262,7 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
             "USD",
             label("cost.tco.capex_usd"),
             lambda i: (
-                f"{int(gpus[i])} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
+                f"{int(at(gpus, i))} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
                 f"overhead {overhead:g})"
             ),
         ),
@@ -237,9 +271,9 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
             "USD",
             label("cost.tco.buy_usd"),
             lambda i: (
-                f"capex {usd(t.capex_usd[i])} + {t.energy_kwh[i]:,.0f} kWh x "
+                f"capex {usd(at(t.capex_usd, i))} + {at(t.energy_kwh, i):,.0f} kWh x "
                 f"{usd(pricing.power_usd_per_kwh)} over {years:g} years at {use:.0%} "
-                f"use = {usd(t.buy_usd[i])}"
+                f"use = {usd(at(t.buy_usd, i))}"
             ),
             POWER_IDS,
         ),
@@ -248,15 +282,15 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
             "USD",
             label("cost.tco.rent_usd"),
             lambda i: (
-                f"{int(gpus[i])} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
-                f"{usd(price)} = {usd(t.rent_usd[i])}"
+                f"{int(at(gpus, i))} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
+                f"{usd(price)} = {usd(at(t.rent_usd, i))}"
             ),
         ),
         "cost.tco.owned_usd_per_gpu_hour": lambda: col(
             t.owned_usd_per_gpu_hour,
             "USD/GPU-h",
             label("cost.tco.owned_usd_per_gpu_hour"),
-            lambda i: f"{usd(t.buy_usd[i])} / ({int(gpus[i])} GPUs x useful hours)",
+            lambda i: f"{usd(at(t.buy_usd, i))} / ({int(at(gpus, i))} GPUs x useful hours)",
             POWER_IDS,
         ),
         "cost.tco.break_even_months": lambda: col(
@@ -264,9 +298,9 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
             "months",
             label("cost.tco.break_even_months"),
             lambda i: (
-                f"capex {usd(t.capex_usd[i])} / (monthly rent {usd(t.rent_usd[i] / years / 12)} "
-                f"- monthly power {usd(t.power_usd[i] / years / 12)})"
-                if t.break_even_months[i] is not None
+                f"capex {usd(at(t.capex_usd, i))} / (monthly rent {usd(at(t.rent_usd, i) / years / 12)} "
+                f"- monthly power {usd(at(t.power_usd, i) / years / 12)})"
+                if at(t.break_even_months, i) is not None
                 else "renting costs less per month than powering owned GPUs: never"
             ),
             POWER_IDS,
@@ -275,6 +309,6 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
             t.cheaper,
             "",
             label("cost.tco.cheaper"),
-            lambda i: f"buy {usd(t.buy_usd[i])} vs rent {usd(t.rent_usd[i])} over {years:g} years",
+            lambda i: f"buy {usd(at(t.buy_usd, i))} vs rent {usd(at(t.rent_usd, i))} over {years:g} years",
         ),
     }
