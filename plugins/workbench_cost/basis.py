@@ -3,11 +3,13 @@ columns and warnings made so far."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from workbench.core.scenario import Pricing
 from workbench.engine.points import Column, PointsContext, PointWarning
 from workbench_cost.columns import Floats
+from workbench_cost.keys import COST
 from workbench_cost.power import HOST, IDLE
 
 #: The assumptions the power figures read (listed on every result computed from power).
@@ -34,8 +36,19 @@ class Basis:
     power_kw: Floats | None  # None: no power figure (or no key that needs one)
     busy_w: Floats | None
     idle_w: float | None
+    #: Whether a key is wanted (``ctx.wants``, decided once when every key is).
+    want: Callable[[str], bool]
     values: dict[str, Column] = field(default_factory=dict)
     warnings: list[PointWarning] = field(default_factory=list)
+
+
+def wanted(ctx: PointsContext) -> Callable[[str], bool]:
+    """``ctx.wants`` for this plugin's keys, asked without a Python call per key (a run for every
+    key asks about two dozen): every key is one of COST, the keys it declares."""
+    return _EVERY_KEY if ctx.wanted is None else ctx.wanted.__contains__
+
+
+_EVERY_KEY = frozenset(COST).__contains__
 
 
 def usd(x: float | None) -> str:

@@ -13,6 +13,7 @@ one-entry arrays would otherwise be most of a single estimate's time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -72,10 +73,14 @@ def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
     the key is absent (a run for a few keys that do not read it), None, a bool or text. A group of
     one point: a Python float and a bool, read as the one-entry array would be."""
     n = ctx.n
+    if n == 1:  # the usual int or float read without a one-entry array (nor a column view of it)
+        value = ctx.values.value(key, 0)  # the point's Python value, as the scalar protocol had it
+        kind = type(value)
+        if kind is float or kind is int:  # float64 or int64 as an array: float() of it is the same
+            return float(value), True
+        return (0.0, False) if value is None else _first(ctx, key, value)  # None: or no such key
     if key not in ctx.values:
-        return (0.0 if n == 1 else np.zeros(n)), False
-    if n == 1:
-        return _first(ctx, key)
+        return np.zeros(n), False
     values = ctx.value(key)
     if not isinstance(values, np.ndarray):  # one value shared by every point
         x = _number(values)
@@ -85,22 +90,17 @@ def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
         return np.asarray(values, dtype=np.float64), True  # read only: never written in place
     if kind != "O":  # bool or text arrays hold no numbers
         return np.zeros(n), False
-    found = [_number(x) for x in values.tolist()]  # Nones among the numbers: point by point
+    # Nones among the numbers: point by point, each as the point's Python value (Column.value's
+    # reading: a numpy number held in an object array counts as the number it is)
+    found = [_number(x.item() if isinstance(x, np.generic) else x) for x in values.tolist()]
     has = np.fromiter((x is not None for x in found), dtype=bool, count=n)
     return np.array([0.0 if x is None else x for x in found], dtype=np.float64), some(has)
 
 
-def _first(ctx: PointsContext, key: str) -> tuple[float, bool]:
-    """:func:`numbers` of a group of one point, without building a one-entry array for the usual
-    int or float; anything else goes through the array :meth:`PointsContext.value` would give."""
-    column = ctx.values[key]
-    values = column.values
-    if values is None:  # a scalar estimator's quantity (or a column with no value)
-        value = column.value(0)
-        kind = type(value)
-        if kind is float or kind is int:  # float64 or int64 as an array: float() of it is the same
-            return float(value), True
-        values = ctx.value(key)
+def _first(ctx: PointsContext, key: str, value: Any) -> tuple[float, bool]:
+    """:func:`numbers` of a group of one point whose ``value`` is neither None nor an int or a
+    float: read as the array :meth:`PointsContext.value` gives is."""
+    values = ctx.value(key)
     if not isinstance(values, np.ndarray):  # one value shared by every point
         x = _number(values)
         return (0.0, False) if x is None else (x, True)
@@ -109,7 +109,7 @@ def _first(ctx: PointsContext, key: str) -> tuple[float, bool]:
         return float(values[0]), True  # float64's own conversion of the entry
     if kind != "O":  # bool or text arrays hold no numbers
         return 0.0, False
-    x = _number(values[0])
+    x = _number(value)  # the entry as the point's Python value, as above
     return (0.0, False) if x is None else (x, True)
 
 
@@ -133,8 +133,12 @@ def with_none(values: Floats, has: Some) -> Floats | None:
     return out
 
 
+@lru_cache(maxsize=256)
 def null(key: str, why: str) -> Column:
-    """``key`` with no value at any point, and the reason (as the formula and the note)."""
+    """``key`` with no value at any point, and the reason (as the formula and the note). The same
+    few keys lack a value for the same few reasons estimate after estimate: each is made once, and
+    the one column serves every group (its value is None and its formula final text; the engine
+    broadcasts a shared column per group size)."""
     return Column(None, unit(key), label(key), why, (), why)
 
 
@@ -155,6 +159,17 @@ class PerPoint(Column):
 
     def take(self, i: int) -> Column:
         return self._parts[int(self._which[i])].take(i)
+
+
+def known(values: Any, has: Some, key: str, why: str, make: Callable[[], Column]) -> Column:
+    """``pick(values, [(negate(has), lambda: null(key, why)), (None, make)])``: ``key`` has no value
+    (``why``) where ``has`` does not hold, ``make``'s part elsewhere. A uniform group (a single
+    estimate among them) decides without building the cases."""
+    if has is True:
+        return make()
+    if has is False:
+        return null(key, why)
+    return pick(values, [(~has, lambda: null(key, why)), (None, make)])
 
 
 #: A case of :func:`pick`: where it applies (None: every point left), and how to make its part.

@@ -15,7 +15,7 @@ import numpy as np
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.points import PointOutputs, PointsContext, PointWarning, col
 from workbench_cost import power as W
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd, wanted
 from workbench_cost.columns import Floats, at, null, numbers, or_zero
 from workbench_cost.keys import COST
 from workbench_cost.per_token import ENERGY_PER_TOKEN_KEYS, add_per_token
@@ -128,7 +128,7 @@ class CostEstimator:
     def _estimate(self, ctx: PointsContext) -> PointOutputs:
         sc, gpu = ctx.scenario, ctx.gpu
         pricing = sc.pricing
-        want = ctx.wants
+        want = wanted(ctx)
         warnings: list[PointWarning] = []
         gpus = _gpus(ctx, sc.num_gpus)
         util = or_zero(numbers(ctx, _UTIL)[0])
@@ -166,7 +166,7 @@ class CostEstimator:
         hourly = None if price is None else gpus * price
         power_kw = None if busy_w is None else gpus * busy_w / 1000.0
         b = Basis(ctx, pricing, sc.is_training, gpus, price, purchase, purchase_from, hourly, power_kw,
-                  busy_w, idle_w, warnings=warnings)  # fmt: skip
+                  busy_w, idle_w, want, warnings=warnings)  # fmt: skip
         v = b.values
 
         if want("cost.usd_per_gpu_hour"):

@@ -20,6 +20,7 @@ from workbench_cost.columns import (
     Floats,
     Some,
     at,
+    known,
     negate,
     null,
     numbers,
@@ -41,10 +42,12 @@ PER_TOKEN_KEYS = (
 SPLIT_KEYS = ("cost.usd_per_million_input_tokens", "cost.usd_per_million_output_tokens")
 ENERGY_PER_TOKEN_KEYS = ("cost.energy_kwh_per_million_tokens", "cost.co2_kg_per_million_tokens")
 _NO_RATE = "no throughput"
+#: What a per-token key's tokens are, as its label names them.
+_TRAINING, _BOTH, _INPUT = "training tokens", "input + output tokens", "input tokens"
 
 
 def add_per_token(b: Basis) -> None:
-    want = b.ctx.wants
+    want = b.want
     if not any(map(want, (*PER_TOKEN_KEYS, *SPLIT_KEYS, *ENERGY_PER_TOKEN_KEYS))):
         return
     ctx = b.ctx
@@ -82,19 +85,23 @@ class _Tokens:
     generating: bool | np.ndarray
     generates: Some
 
-    def unrated(self, key: str) -> Case:
-        return (negate(self.rated_some), lambda: null(key, _NO_RATE))
-
-    def by_tokens(self, make: Callable[[str], Column]) -> list[Case]:
-        """The cases of a per-token key by what its tokens are (its label names them)."""
-        if self.b.training:
-            return [(None, lambda: make("training tokens"))]
-        return [(self.generates, lambda: make("input + output tokens")), (None, lambda: make("input tokens"))]
+    def by_tokens(self, key: str, values: Floats | None, make: Callable[[str], Column]) -> Column:
+        """A per-token key: no value where there is no throughput, else ``make``'s part for what
+        the point's tokens are (its label names them). A uniform group decides without cases."""
+        rated, training, generates = self.rated_some, self.b.training, self.generates
+        if rated is True and (training or generates is True or generates is False):
+            return make(_TRAINING if training else (_BOTH if generates else _INPUT))
+        if rated is False:
+            return null(key, _NO_RATE)
+        unrated: Case = (negate(rated), lambda: null(key, _NO_RATE))
+        if training:
+            return pick(values, [unrated, (None, lambda: make(_TRAINING))])
+        return pick(values, [unrated, (generates, lambda: make(_BOTH)), (None, lambda: make(_INPUT))])
 
 
 def _prices(t: _Tokens) -> None:
     b = t.b
-    want, v, hourly, all_rate = b.ctx.wants, b.values, b.hourly, t.all_rate
+    want, v, hourly, all_rate = b.want, b.values, b.hourly, t.all_rate
     if hourly is None:
         for key in PER_TOKEN_KEYS:
             if want(key):
@@ -113,7 +120,7 @@ def _prices(t: _Tokens) -> None:
                 lambda i: f"{usd(at(hourly, i))}/h / ({at(all_rate, i):,.0f} tokens/s x 3,600) x 1e6",
             )
 
-        v[key] = pick(values, [t.unrated(key), *t.by_tokens(central)])
+        v[key] = t.by_tokens(key, values, central)
     for key, rate_key in (
         ("cost.usd_per_million_tokens_low", "performance.tokens_per_s_high"),
         ("cost.usd_per_million_tokens_high", "performance.tokens_per_s_low"),
@@ -128,7 +135,7 @@ def _prices(t: _Tokens) -> None:
                 has = some(scales & (scaled != 0.0))
                 if has is not False:
                     values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
-            v[key] = pick(values, [t.unrated(key), (None, _bound(values, key, rate_key))])
+            v[key] = known(values, t.rated_some, key, _NO_RATE, _bound(values, key, rate_key))
 
 
 def _bound(values: Floats | None, key: str, rate_key: str) -> Callable[[], Column]:
@@ -137,7 +144,7 @@ def _bound(values: Floats | None, key: str, rate_key: str) -> Callable[[], Colum
 
 def _split(t: _Tokens) -> None:
     b = t.b
-    want, v, hourly = b.ctx.wants, b.values, b.hourly
+    want, v, hourly = b.want, b.values, b.hourly
     keys = [k for k in SPLIT_KEYS if want(k)]
     if b.training or hourly is None:
         why = "training: tokens are not split" if b.training else NO_PRICE
@@ -149,56 +156,49 @@ def _split(t: _Tokens) -> None:
     key = "cost.usd_per_million_input_tokens"
     if want(key):
         per_in = None if split is False else with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
-        v[key] = pick(
+        v[key] = known(
             per_in,
-            [
-                _no_split(key, split),
-                (
-                    None,
-                    lambda: col(
-                        per_in,
-                        "USD/Mtoken",
-                        label("cost.usd_per_million_input_tokens"),
-                        lambda i: (
-                            f"{usd(at(hourly, i))}/h x prompt share of GPU time {at(share, i):.3f} / "
-                            f"({at(in_rate, i):,.0f} input tokens/s x 3,600) x 1e6"
-                        ),
-                    ),
+            split,
+            key,
+            _NO_SPLIT,
+            lambda: col(
+                per_in,
+                "USD/Mtoken",
+                label("cost.usd_per_million_input_tokens"),
+                lambda i: (
+                    f"{usd(at(hourly, i))}/h x prompt share of GPU time {at(share, i):.3f} / "
+                    f"({at(in_rate, i):,.0f} input tokens/s x 3,600) x 1e6"
                 ),
-            ],
+            ),
         )
     key = "cost.usd_per_million_output_tokens"
     if want(key):
         per_out = (
             None if split is False else with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
         )
-        v[key] = pick(
+        v[key] = known(
             per_out,
-            [
-                _no_split(key, split),
-                (
-                    None,
-                    lambda: col(
-                        per_out,
-                        "USD/Mtoken",
-                        label("cost.usd_per_million_output_tokens"),
-                        lambda i: (
-                            f"{usd(at(hourly, i))}/h x decode share {1 - at(share, i):.3f} / "
-                            f"({at(out_rate, i):,.0f} output tokens/s x 3,600) x 1e6"
-                        ),
-                    ),
+            split,
+            key,
+            _NO_SPLIT,
+            lambda: col(
+                per_out,
+                "USD/Mtoken",
+                label("cost.usd_per_million_output_tokens"),
+                lambda i: (
+                    f"{usd(at(hourly, i))}/h x decode share {1 - at(share, i):.3f} / "
+                    f"({at(out_rate, i):,.0f} output tokens/s x 3,600) x 1e6"
                 ),
-            ],
+            ),
         )
 
 
-def _no_split(key: str, split: Some) -> Case:
-    return (negate(split), lambda: null(key, "the model generates no tokens"))
+_NO_SPLIT = "the model generates no tokens"
 
 
 def _energy(t: _Tokens) -> None:
     b = t.b
-    want, v, power_kw, all_rate = b.ctx.wants, b.values, b.power_kw, t.all_rate
+    want, v, power_kw, all_rate = b.want, b.values, b.power_kw, t.all_rate
     if power_kw is None:
         for key in ENERGY_PER_TOKEN_KEYS:
             if want(key):
@@ -220,7 +220,7 @@ def _energy(t: _Tokens) -> None:
                 POWER_IDS,
             )
 
-        v[key] = pick(energy, [t.unrated(key), *t.by_tokens(per_m_energy)])
+        v[key] = t.by_tokens(key, energy, per_m_energy)
     key = "cost.co2_kg_per_million_tokens"
     if want(key):
         co2 = None if kwh is None else with_none(kwh * grid, rated)
@@ -234,4 +234,4 @@ def _energy(t: _Tokens) -> None:
                 POWER_IDS,
             )
 
-        v[key] = pick(co2, [t.unrated(key), *t.by_tokens(per_m_co2)])
+        v[key] = t.by_tokens(key, co2, per_m_co2)

@@ -15,19 +15,7 @@ import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import (
-    Case,
-    Floats,
-    Some,
-    at,
-    negate,
-    null,
-    numbers,
-    or_zero,
-    pick,
-    with_none,
-    zeros,
-)
+from workbench_cost.columns import Floats, Some, at, known, null, numbers, or_zero, with_none, zeros
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 
@@ -54,7 +42,7 @@ Make = Callable[[], Column]
 
 
 def add_run_and_tco(b: Basis) -> None:
-    want = b.ctx.wants
+    want = b.want
     run_wanted = any(map(want, RUN_KEYS))
     tco_wanted = any(map(want, TCO_KEYS))
     if not (run_wanted or tco_wanted):
@@ -87,9 +75,7 @@ class _Run:
 
     def pick(self, key: str, values: Any, make: Make) -> Column:
         """``key``: no value ("why") where there is no run length, ``make``'s part elsewhere."""
-        why = self.why
-        untimed: Case = (negate(self.timed), lambda: null(key, why))
-        return pick(values, [untimed, (None, make)])
+        return known(values, self.timed, key, self.why, make)
 
 
 def _null(key: str, why: str) -> Make:
@@ -98,7 +84,7 @@ def _null(key: str, why: str) -> Make:
 
 def _run(r: _Run) -> None:
     b = r.b
-    want, v, gpus, timed = b.ctx.wants, b.values, b.gpus, r.timed
+    want, v, gpus, timed = b.want, b.values, b.gpus, r.timed
     if timed is False:
         for key in RUN_KEYS:
             if want(key):
@@ -182,9 +168,8 @@ def _rented(b: Basis, key: str, values: Any, what: str, hours: Floats, total: Fl
 
 def _tco(r: _Run) -> None:
     b = r.b
-    want, v, gpus, pricing = b.ctx.wants, b.values, b.gpus, b.pricing
+    want, v, gpus, pricing = b.want, b.values, b.gpus, b.pricing
     purchase, price, overhead = b.purchase, b.price, pricing.server_overhead_fraction
-    keys = [k for k in TCO_KEYS[:-1] if want(k)]
     owned_wanted = want(_OWNED) and r.timed is not False  # else the run's own null stands
     if purchase is None or price is None or b.busy_w is None or b.idle_w is None:
         missing = (
@@ -192,8 +177,9 @@ def _tco(r: _Run) -> None:
             if purchase is None
             else ("rental price (--usd-per-gpu-hour)" if price is None else "power figure of the accelerator")
         )
-        for key in keys:
-            v[key] = null(key, f"needs the {missing}")
+        for key in TCO_KEYS[:-1]:
+            if want(key):
+                v[key] = null(key, f"needs the {missing}")
         if purchase is not None and want("cost.tco.capex_usd"):
             v["cost.tco.capex_usd"] = col(
                 gpus * purchase * (1.0 + overhead),
@@ -208,9 +194,7 @@ def _tco(r: _Run) -> None:
         gpus, purchase, overhead, price, pricing.years, pricing.utilization, b.busy_w, b.idle_w,
         pricing.power_usd_per_kwh,
     )  # fmt: skip
-    made = _tco_columns(b, t)
-    for key in keys:
-        v[key] = made[key]()
+    _add_tco(b, t)
     if owned_wanted:
         seconds = r.seconds
         owned = with_none(t.owned_usd_per_gpu_hour * gpus * seconds / 3600.0, r.timed)
@@ -251,13 +235,15 @@ def _tco(r: _Run) -> None:
         )
 
 
-def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
+def _add_tco(b: Basis, t: BuyVsRent) -> None:
+    """The buy-vs-rent keys wanted, in the order of TCO_KEYS."""
     # The formulas close over plain values, never over ``b``: it holds the columns, and a cycle
     # would leave every estimate to the cyclic garbage collector.
+    want, v = b.want, b.values
     pricing, price, purchase, purchase_from, gpus = b.pricing, b.price, b.purchase, b.purchase_from, b.gpus
     overhead, years, use = pricing.server_overhead_fraction, pricing.years, pricing.utilization
-    return {
-        "cost.tco.capex_usd": lambda: col(
+    if want("cost.tco.capex_usd"):
+        v["cost.tco.capex_usd"] = col(
             t.capex_usd,
             "USD",
             label("cost.tco.capex_usd"),
@@ -265,8 +251,9 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
                 f"{int(at(gpus, i))} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
                 f"overhead {overhead:g})"
             ),
-        ),
-        "cost.tco.buy_usd": lambda: col(
+        )
+    if want("cost.tco.buy_usd"):
+        v["cost.tco.buy_usd"] = col(
             t.buy_usd,
             "USD",
             label("cost.tco.buy_usd"),
@@ -276,8 +263,9 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
                 f"use = {usd(at(t.buy_usd, i))}"
             ),
             POWER_IDS,
-        ),
-        "cost.tco.rent_usd": lambda: col(
+        )
+    if want("cost.tco.rent_usd"):
+        v["cost.tco.rent_usd"] = col(
             t.rent_usd,
             "USD",
             label("cost.tco.rent_usd"),
@@ -285,15 +273,17 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
                 f"{int(at(gpus, i))} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
                 f"{usd(price)} = {usd(at(t.rent_usd, i))}"
             ),
-        ),
-        "cost.tco.owned_usd_per_gpu_hour": lambda: col(
+        )
+    if want("cost.tco.owned_usd_per_gpu_hour"):
+        v["cost.tco.owned_usd_per_gpu_hour"] = col(
             t.owned_usd_per_gpu_hour,
             "USD/GPU-h",
             label("cost.tco.owned_usd_per_gpu_hour"),
             lambda i: f"{usd(at(t.buy_usd, i))} / ({int(at(gpus, i))} GPUs x useful hours)",
             POWER_IDS,
-        ),
-        "cost.tco.break_even_months": lambda: col(
+        )
+    if want("cost.tco.break_even_months"):
+        v["cost.tco.break_even_months"] = col(
             t.break_even_months,
             "months",
             label("cost.tco.break_even_months"),
@@ -304,11 +294,11 @@ def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
                 else "renting costs less per month than powering owned GPUs: never"
             ),
             POWER_IDS,
-        ),
-        "cost.tco.cheaper": lambda: col(
+        )
+    if want("cost.tco.cheaper"):
+        v["cost.tco.cheaper"] = col(
             t.cheaper,
             "",
             label("cost.tco.cheaper"),
             lambda i: f"buy {usd(at(t.buy_usd, i))} vs rent {usd(at(t.rent_usd, i))} over {years:g} years",
-        ),
-    }
+        )
