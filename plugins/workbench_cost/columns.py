@@ -76,7 +76,9 @@ def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
     if n == 1:  # the usual int or float read without a one-entry array (nor a column view of it)
         value = ctx.values.value(key, 0)  # the point's Python value, as the scalar protocol had it
         kind = type(value)
-        if kind is float or kind is int:  # float64 or int64 as an array: float() of it is the same
+        if kind is float:
+            return value, True
+        if kind is int:  # an int64 array's entry as float64: float() of the int is the same
             return float(value), True
         return (0.0, False) if value is None else _first(ctx, key, value)  # None: or no such key
     if key not in ctx.values:
@@ -95,6 +97,15 @@ def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
     found = [_number(x.item() if isinstance(x, np.generic) else x) for x in values.tolist()]
     has = np.fromiter((x is not None for x in found), dtype=bool, count=n)
     return np.array([0.0 if x is None else x for x in found], dtype=np.float64), some(has)
+
+
+def figure(ctx: PointsContext, key: str) -> Floats:
+    """``x or 0.0`` of ``key``'s numbers, point by point: :func:`or_zero` of :func:`numbers`."""
+    if ctx.n == 1:
+        value = ctx.values.value(key, 0)
+        if type(value) is float:  # the usual figure, read in one step
+            return value + 0.0
+    return or_zero(numbers(ctx, key)[0])
 
 
 def _first(ctx: PointsContext, key: str, value: Any) -> tuple[float, bool]:
@@ -161,15 +172,15 @@ class PerPoint(Column):
         return self._parts[int(self._which[i])].take(i)
 
 
-def known(values: Any, has: Some, key: str, why: str, make: Callable[[], Column]) -> Column:
-    """``pick(values, [(negate(has), lambda: null(key, why)), (None, make)])``: ``key`` has no value
-    (``why``) where ``has`` does not hold, ``make``'s part elsewhere. A uniform group (a single
-    estimate among them) decides without building the cases."""
+def known(has: Some, key: str, why: str, column: Column) -> Column:
+    """``column`` where ``has`` holds; elsewhere ``key`` has no value, and ``why`` says so (as
+    :func:`pick` with those two cases gives it). A uniform group, a single estimate among them,
+    decides without building the cases."""
     if has is True:
-        return make()
+        return column
     if has is False:
         return null(key, why)
-    return pick(values, [(~has, lambda: null(key, why)), (None, make)])
+    return pick(column.values, [(~has, lambda: null(key, why)), (None, lambda: column)])
 
 
 #: A case of :func:`pick`: where it applies (None: every point left), and how to make its part.

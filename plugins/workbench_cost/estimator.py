@@ -16,7 +16,7 @@ from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.points import PointOutputs, PointsContext, PointWarning, col
 from workbench_cost import power as W
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd, wanted
-from workbench_cost.columns import Floats, at, null, numbers, or_zero
+from workbench_cost.columns import Floats, at, figure, null
 from workbench_cost.keys import COST
 from workbench_cost.per_token import ENERGY_PER_TOKEN_KEYS, add_per_token
 from workbench_cost.run import RUN_KEYS, TCO_KEYS, add_run_and_tco
@@ -91,7 +91,7 @@ NEEDS_BY_KEY: dict[str, tuple[str, ...]] = {
 
 def _gpus(ctx: PointsContext, num_gpus: int) -> Floats:
     """``max(int(performance.gpus or 0), num_gpus)`` per point, as whole numbers in float64."""
-    values = or_zero(numbers(ctx, _GPUS)[0])
+    values = figure(ctx, _GPUS)
     if not isinstance(values, np.ndarray):  # a group of one point
         return max(float(int(values)), float(num_gpus))  # int() raises on NaN or infinity
     finite = np.isfinite(values)
@@ -131,7 +131,7 @@ class CostEstimator:
         want = wanted(ctx)
         warnings: list[PointWarning] = []
         gpus = _gpus(ctx, sc.num_gpus)
-        util = or_zero(numbers(ctx, _UTIL)[0])
+        util = figure(ctx, _UTIL)
 
         # --- prices ---------------------------------------------------------------------------
         price, price_from = pricing.cloud_usd_per_gpu_hour, "scenario pricing"

@@ -20,11 +20,10 @@ from workbench_cost.columns import (
     Floats,
     Some,
     at,
+    figure,
     known,
     negate,
     null,
-    numbers,
-    or_zero,
     pick,
     point_field,
     some,
@@ -51,18 +50,24 @@ def add_per_token(b: Basis) -> None:
     if not any(map(want, (*PER_TOKEN_KEYS, *SPLIT_KEYS, *ENERGY_PER_TOKEN_KEYS))):
         return
     ctx = b.ctx
-    out_rate = or_zero(numbers(ctx, "performance.tokens_per_s")[0])  # `rate or 0.0` serves every use
+    out_rate = figure(ctx, "performance.tokens_per_s")  # `rate or 0.0` serves every use
     generating: bool | np.ndarray
     if b.training:
         in_rate = share = zeros(ctx)
         generating = False if ctx.n == 1 else np.zeros(ctx.n, dtype=bool)
     else:
-        in_rate = or_zero(numbers(ctx, "performance.input_tokens_per_s")[0])
-        share = or_zero(numbers(ctx, "performance.prefill_time_fraction")[0])
+        in_rate = figure(ctx, "performance.input_tokens_per_s")
+        share = figure(ctx, "performance.prefill_time_fraction")
         generating = point_field(ctx, "gen_len") != 0
     all_rate = out_rate + where(generating, in_rate, 0.0)
     rated = all_rate != 0.0
-    t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, some(generating))
+    generates = some(generating)
+    what = (
+        _TRAINING
+        if b.training
+        else (_BOTH if generates is True else (_INPUT if generates is False else None))
+    )
+    t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, generates, what)
     if any(map(want, PER_TOKEN_KEYS)):
         _prices(t)
     if any(map(want, SPLIT_KEYS)):
@@ -84,19 +89,21 @@ class _Tokens:
     rated_some: Some
     generating: bool | np.ndarray
     generates: Some
+    #: What every point's tokens are, None when that differs between points (some generate).
+    what: str | None
 
     def by_tokens(self, key: str, values: Floats | None, make: Callable[[str], Column]) -> Column:
         """A per-token key: no value where there is no throughput, else ``make``'s part for what
         the point's tokens are (its label names them). A uniform group decides without cases."""
-        rated, training, generates = self.rated_some, self.b.training, self.generates
-        if rated is True and (training or generates is True or generates is False):
-            return make(_TRAINING if training else (_BOTH if generates else _INPUT))
+        rated, what = self.rated_some, self.what
+        if rated is True and what is not None:
+            return make(what)
         if rated is False:
             return null(key, _NO_RATE)
         unrated: Case = (negate(rated), lambda: null(key, _NO_RATE))
-        if training:
+        if self.b.training:
             return pick(values, [unrated, (None, lambda: make(_TRAINING))])
-        return pick(values, [unrated, (generates, lambda: make(_BOTH)), (None, lambda: make(_INPUT))])
+        return pick(values, [unrated, (self.generates, lambda: make(_BOTH)), (None, lambda: make(_INPUT))])
 
 
 def _prices(t: _Tokens) -> None:
@@ -126,7 +133,7 @@ def _prices(t: _Tokens) -> None:
         ("cost.usd_per_million_tokens_high", "performance.tokens_per_s_low"),
     ):
         if want(key):
-            rate = or_zero(numbers(b.ctx, rate_key)[0])
+            rate = figure(b.ctx, rate_key)
             # `all_rate * (rate / out_rate) if rate and out_rate else None`, and no value unless scaled
             scales = t.rated & (rate != 0.0) & (t.out_rate != 0.0)
             values = None
@@ -135,11 +142,9 @@ def _prices(t: _Tokens) -> None:
                 has = some(scales & (scaled != 0.0))
                 if has is not False:
                     values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
-            v[key] = known(values, t.rated_some, key, _NO_RATE, _bound(values, key, rate_key))
-
-
-def _bound(values: Floats | None, key: str, rate_key: str) -> Callable[[], Column]:
-    return lambda: col(values, "USD/Mtoken", label(key), f"at {rate_key}")
+            v[key] = known(
+                t.rated_some, key, _NO_RATE, col(values, "USD/Mtoken", label(key), f"at {rate_key}")
+            )
 
 
 def _split(t: _Tokens) -> None:
@@ -157,11 +162,10 @@ def _split(t: _Tokens) -> None:
     if want(key):
         per_in = None if split is False else with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
         v[key] = known(
-            per_in,
             split,
             key,
             _NO_SPLIT,
-            lambda: col(
+            col(
                 per_in,
                 "USD/Mtoken",
                 label("cost.usd_per_million_input_tokens"),
@@ -177,11 +181,10 @@ def _split(t: _Tokens) -> None:
             None if split is False else with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
         )
         v[key] = known(
-            per_out,
             split,
             key,
             _NO_SPLIT,
-            lambda: col(
+            col(
                 per_out,
                 "USD/Mtoken",
                 label("cost.usd_per_million_output_tokens"),

@@ -8,14 +8,13 @@ the accelerator's power figure; it varies between points through the GPUs and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import Floats, Some, at, known, null, numbers, or_zero, with_none, zeros
+from workbench_cost.columns import Floats, Some, at, figure, known, null, numbers, with_none, zeros
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 
@@ -38,7 +37,6 @@ TCO_KEYS = (
     "cost.run_owned_usd",
 )
 _OWNED = "cost.run_owned_usd"
-Make = Callable[[], Column]
 
 
 def add_run_and_tco(b: Basis) -> None:
@@ -73,13 +71,10 @@ class _Run:
     def __init__(self, b: Basis, seconds: Floats, timed: Some, why: str) -> None:
         self.b, self.seconds, self.timed, self.why = b, seconds, timed, why
 
-    def pick(self, key: str, values: Any, make: Make) -> Column:
-        """``key``: no value ("why") where there is no run length, ``make``'s part elsewhere."""
-        return known(values, self.timed, key, self.why, make)
-
-
-def _null(key: str, why: str) -> Make:
-    return lambda: null(key, why)
+    def known(self, key: str, column: Column) -> Column:
+        """``column`` where there is a run length; elsewhere ``key`` has no value ("why")."""
+        timed = self.timed
+        return column if timed is True else known(timed, key, self.why, column)
 
 
 def _run(r: _Run) -> None:
@@ -93,10 +88,9 @@ def _run(r: _Run) -> None:
     hours = r.seconds / 3600.0
     if want("cost.gpu_hours"):
         gpu_hours = with_none(gpus * hours, timed)
-        v["cost.gpu_hours"] = r.pick(
+        v["cost.gpu_hours"] = r.known(
             "cost.gpu_hours",
-            gpu_hours,
-            lambda: col(
+            col(
                 gpu_hours,
                 "GPU-h",
                 "GPU-hours of the run",
@@ -111,24 +105,23 @@ def _run(r: _Run) -> None:
         if not want(key):
             continue
         if b.hourly is None:
-            v[key] = r.pick(key, None, _null(key, NO_PRICE))
+            v[key] = r.known(key, null(key, NO_PRICE))
             continue
-        run_h = hours if days_key is None else or_zero(numbers(b.ctx, days_key)[0]) * 24.0
+        run_h = hours if days_key is None else figure(b.ctx, days_key) * 24.0
         total = b.hourly * run_h
         values = with_none(total, timed)
-        v[key] = r.pick(key, values, _rented(b, key, values, what, run_h, total))
+        v[key] = r.known(key, _rented(b, key, values, what, run_h, total))
     power_kw = b.power_kw
     kwh = None if power_kw is None else power_kw * hours
     grid = b.pricing.grid_kg_co2_per_kwh
     if want("cost.energy_kwh"):
         if kwh is None:
-            v["cost.energy_kwh"] = r.pick("cost.energy_kwh", None, _null("cost.energy_kwh", NO_POWER))
+            v["cost.energy_kwh"] = r.known("cost.energy_kwh", null("cost.energy_kwh", NO_POWER))
         else:
             energy = with_none(kwh, timed)
-            v["cost.energy_kwh"] = r.pick(
+            v["cost.energy_kwh"] = r.known(
                 "cost.energy_kwh",
-                energy,
-                lambda: col(
+                col(
                     energy,
                     "kWh",
                     "Energy of the run (facility)",
@@ -138,13 +131,12 @@ def _run(r: _Run) -> None:
             )
     if want("cost.co2_kg"):
         if kwh is None:
-            v["cost.co2_kg"] = r.pick("cost.co2_kg", None, _null("cost.co2_kg", NO_POWER))
+            v["cost.co2_kg"] = r.known("cost.co2_kg", null("cost.co2_kg", NO_POWER))
         else:
             co2 = with_none(kwh * grid, timed)
-            v["cost.co2_kg"] = r.pick(
+            v["cost.co2_kg"] = r.known(
                 "cost.co2_kg",
-                co2,
-                lambda: col(
+                col(
                     co2,
                     "kg CO2e",
                     "CO2 of the run",
@@ -154,9 +146,9 @@ def _run(r: _Run) -> None:
             )
 
 
-def _rented(b: Basis, key: str, values: Any, what: str, hours: Floats, total: Floats) -> Make:
+def _rented(b: Basis, key: str, values: Any, what: str, hours: Floats, total: Floats) -> Column:
     price, gpus = b.price, b.gpus
-    return lambda: col(
+    return col(
         values,
         "USD",
         label(key),
@@ -188,7 +180,7 @@ def _tco(r: _Run) -> None:
                 lambda i: f"{int(at(gpus, i))} x {usd(purchase)} x (1 + {overhead:g})",
             )
         if owned_wanted:
-            v[_OWNED] = r.pick(_OWNED, None, _null(_OWNED, f"needs the {missing}"))
+            v[_OWNED] = r.known(_OWNED, null(_OWNED, f"needs the {missing}"))
         return
     t = buy_vs_rent(
         gpus, purchase, overhead, price, pricing.years, pricing.utilization, b.busy_w, b.idle_w,
@@ -198,10 +190,9 @@ def _tco(r: _Run) -> None:
     if owned_wanted:
         seconds = r.seconds
         owned = with_none(t.owned_usd_per_gpu_hour * gpus * seconds / 3600.0, r.timed)
-        v[_OWNED] = r.pick(
+        v[_OWNED] = r.known(
             _OWNED,
-            owned,
-            lambda: col(
+            col(
                 owned,
                 "USD",
                 label(_OWNED),
