@@ -13,7 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.points import PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
 from workbench_cost import power as W
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd, wanted
 from workbench_cost.columns import Floats, at, figure, null
@@ -55,6 +55,13 @@ def _purchase_price_unknown(name: str) -> PointWarning:
         f"No purchase price for {name}: buy-vs-rent is not estimated",
         fix="enter the price per GPU with --purchase-usd (scenario.pricing.purchase_usd_per_gpu)",
     )
+
+
+# The price is the same in estimate after estimate, and its column holds nothing per point (one
+# value, final text): each is built once per price and source (typed: 2 and 2.0 differ in type).
+@lru_cache(maxsize=256, typed=True)
+def _price_column(price: float, price_from: str) -> Column:
+    return col(price, "USD/GPU-h", "Rental price per GPU-hour", f"{usd(price)} ({price_from})")
 
 
 _NEEDS_POWER = (
@@ -171,7 +178,7 @@ class CostEstimator:
 
         if want("cost.usd_per_gpu_hour"):
             v["cost.usd_per_gpu_hour"] = (
-                col(price, "USD/GPU-h", "Rental price per GPU-hour", f"{usd(price)} ({price_from})")
+                _price_column(price, price_from)
                 if price is not None
                 else null("cost.usd_per_gpu_hour", NO_PRICE)
             )

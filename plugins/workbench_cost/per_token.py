@@ -150,11 +150,11 @@ def _prices(t: _Tokens) -> None:
 def _split(t: _Tokens) -> None:
     b = t.b
     want, v, hourly = b.want, b.values, b.hourly
-    keys = [k for k in SPLIT_KEYS if want(k)]
     if b.training or hourly is None:
         why = "training: tokens are not split" if b.training else NO_PRICE
-        for key in keys:
-            v[key] = null(key, why)
+        for key in SPLIT_KEYS:
+            if want(key):
+                v[key] = null(key, why)
         return
     split = some(t.generating & (t.out_rate != 0.0) & (t.in_rate != 0.0))
     share, in_rate, out_rate = t.share, t.in_rate, t.out_rate
