@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from workbench.core.scenario import Pricing
 from workbench.engine.points import Column, PointsContext, PointWarning
-from workbench_cost.columns import Floats
+from workbench_cost.columns import Floats, null
 from workbench_cost.keys import COST
 from workbench_cost.power import HOST, IDLE
 
@@ -40,6 +41,21 @@ class Basis:
     want: Callable[[str], bool]
     values: dict[str, Column] = field(default_factory=dict)
     warnings: list[PointWarning] = field(default_factory=list)
+
+
+def put_nulls(b: Basis, keys: tuple[str, ...], why: str) -> None:
+    """Each of ``keys`` that is wanted, with no value and the reason, in the order of ``keys``."""
+    if b.want is _EVERY_KEY:  # every key wanted: the same few sets recur, each built once
+        b.values.update(_nulls(keys, why))
+        return
+    for key in keys:
+        if b.want(key):
+            b.values[key] = null(key, why)
+
+
+@lru_cache(maxsize=256)
+def _nulls(keys: tuple[str, ...], why: str) -> dict[str, Column]:
+    return {key: null(key, why) for key in keys}  # read only: only ever copied into results
 
 
 def wanted(ctx: PointsContext) -> Callable[[str], bool]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.engine.points import Column, col
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
 from workbench_cost.columns import (
     Case,
     Floats,
@@ -110,9 +110,7 @@ def _prices(t: _Tokens) -> None:
     b = t.b
     want, v, hourly, all_rate = b.want, b.values, b.hourly, t.all_rate
     if hourly is None:
-        for key in PER_TOKEN_KEYS:
-            if want(key):
-                v[key] = null(key, NO_PRICE)
+        put_nulls(b, PER_TOKEN_KEYS, NO_PRICE)
         return
     key = "cost.usd_per_million_tokens"
     if want(key):
@@ -152,9 +150,7 @@ def _split(t: _Tokens) -> None:
     want, v, hourly = b.want, b.values, b.hourly
     if b.training or hourly is None:
         why = "training: tokens are not split" if b.training else NO_PRICE
-        for key in SPLIT_KEYS:
-            if want(key):
-                v[key] = null(key, why)
+        put_nulls(b, SPLIT_KEYS, why)
         return
     split = some(t.generating & (t.out_rate != 0.0) & (t.in_rate != 0.0))
     share, in_rate, out_rate = t.share, t.in_rate, t.out_rate
@@ -203,9 +199,7 @@ def _energy(t: _Tokens) -> None:
     b = t.b
     want, v, power_kw, all_rate = b.want, b.values, b.power_kw, t.all_rate
     if power_kw is None:
-        for key in ENERGY_PER_TOKEN_KEYS:
-            if want(key):
-                v[key] = null(key, NO_POWER)
+        put_nulls(b, ENERGY_PER_TOKEN_KEYS, NO_POWER)
         return
     rated = t.rated_some
     kwh = None if rated is False else power_kw / (all_rate * 3600.0) * 1e6  # None: no point keeps it

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
 from workbench_cost.columns import Floats, Some, at, figure, known, null, numbers, with_none, zeros
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
@@ -81,9 +81,7 @@ def _run(r: _Run) -> None:
     b = r.b
     want, v, gpus, timed = b.want, b.values, b.gpus, r.timed
     if timed is False:
-        for key in RUN_KEYS:
-            if want(key):
-                v[key] = null(key, r.why)
+        put_nulls(b, RUN_KEYS, r.why)
         return
     hours = r.seconds / 3600.0
     if want("cost.gpu_hours"):
@@ -169,9 +167,7 @@ def _tco(r: _Run) -> None:
             if purchase is None
             else ("rental price (--usd-per-gpu-hour)" if price is None else "power figure of the accelerator")
         )
-        for key in TCO_KEYS[:-1]:
-            if want(key):
-                v[key] = null(key, f"needs the {missing}")
+        put_nulls(b, TCO_KEYS[:-1], f"needs the {missing}")
         if purchase is not None and want("cost.tco.capex_usd"):
             v["cost.tco.capex_usd"] = col(
                 gpus * purchase * (1.0 + overhead),
