@@ -4,11 +4,16 @@ explanation differs from point to point.
 A cost key has no value at a point where the performance plugin gives no throughput (or a training
 run no length): there it carries the reason as its formula and note, exactly as a single estimate
 does, while the other points carry the price and its formula. :class:`PerPoint` is such a column.
+
+A group of one point (a single estimate) runs the same formulas over Python numbers: :func:`numbers`
+then gives a float and a bool, and the helpers here take either form. numpy's cost per call on
+one-entry arrays would otherwise be most of a single estimate's time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -16,16 +21,40 @@ import numpy as np
 from workbench.engine.points import Column, PointsContext
 from workbench_cost.keys import label, unit
 
-
 #: Where something holds over a group: True (every point), False (no point), or a bool array
 #: that is true at some points only. Groups are usually uniform, and then a key is one plain column.
 Some = bool | np.ndarray
+#: A float64 array with one entry per point, or the Python float of a group of one point.
+Floats = float | np.ndarray
 
 
-def some(mask: np.ndarray) -> Some:
-    """``mask`` as :data:`Some`."""
+def some(mask: bool | np.ndarray) -> Some:
+    """``mask`` as :data:`Some` (a group of one point's Python bool is one already)."""
+    if not isinstance(mask, np.ndarray):
+        return mask
     count = np.count_nonzero(mask)
     return True if count == mask.size else (False if count == 0 else mask)
+
+
+def at(values: Any, i: int) -> Any:
+    """Point ``i``'s entry, for a formula (a group of one point's number is its only entry)."""
+    return values[i] if isinstance(values, np.ndarray) else values
+
+
+def zeros(ctx: PointsContext) -> Floats:
+    """0.0 at every point."""
+    return 0.0 if ctx.n == 1 else np.zeros(ctx.n)
+
+
+def where(mask: bool | np.ndarray, yes: Floats, no: float) -> Floats:
+    """``yes if mask else no`` point by point."""
+    return np.where(mask, yes, no) if isinstance(mask, np.ndarray) else (yes if mask else no)
+
+
+def point_field(ctx: PointsContext, name: str) -> int | np.ndarray:
+    """A point field (``gen_len``...): the int64 array, or a group of one point's Python int."""
+    values = ctx.points[name]
+    return int(values[0]) if ctx.n == 1 else values
 
 
 def negate(mask: Some) -> Some:
@@ -39,10 +68,19 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, Some]:
+def numbers(ctx: PointsContext, key: str) -> tuple[Floats, Some]:
     """``key``'s values as float64 (0.0 where there is no number) and where it has one. No number:
-    the key is absent (a run for a few keys that do not read it), None, a bool or text."""
+    the key is absent (a run for a few keys that do not read it), None, a bool or text. A group of
+    one point: a Python float and a bool, read as the one-entry array would be."""
     n = ctx.n
+    if n == 1:  # the usual int or float read without a one-entry array (nor a column view of it)
+        value = ctx.values.value(key, 0)  # the point's Python value, as the scalar protocol had it
+        kind = type(value)
+        if kind is float:
+            return value, True
+        if kind is int:  # an int64 array's entry as float64: float() of the int is the same
+            return float(value), True
+        return (0.0, False) if value is None else _first(ctx, key, value)  # None: or no such key
     if key not in ctx.values:
         return np.zeros(n), False
     values = ctx.value(key)
@@ -54,19 +92,46 @@ def numbers(ctx: PointsContext, key: str) -> tuple[np.ndarray, Some]:
         return np.asarray(values, dtype=np.float64), True  # read only: never written in place
     if kind != "O":  # bool or text arrays hold no numbers
         return np.zeros(n), False
-    found = [_number(x) for x in values.tolist()]  # Nones among the numbers: point by point
+    # Nones among the numbers: point by point, each as the point's Python value (Column.value's
+    # reading: a numpy number held in an object array counts as the number it is)
+    found = [_number(x.item() if isinstance(x, np.generic) else x) for x in values.tolist()]
     has = np.fromiter((x is not None for x in found), dtype=bool, count=n)
     return np.array([0.0 if x is None else x for x in found], dtype=np.float64), some(has)
 
 
-def or_zero(values: np.ndarray) -> np.ndarray:
+def figure(ctx: PointsContext, key: str) -> Floats:
+    """``x or 0.0`` of ``key``'s numbers, point by point: :func:`or_zero` of :func:`numbers`."""
+    if ctx.n == 1:
+        value = ctx.values.value(key, 0)
+        if type(value) is float:  # the usual figure, read in one step
+            return value + 0.0
+    return or_zero(numbers(ctx, key)[0])
+
+
+def _first(ctx: PointsContext, key: str, value: Any) -> tuple[float, bool]:
+    """:func:`numbers` of a group of one point whose ``value`` is neither None nor an int or a
+    float: read as the array :meth:`PointsContext.value` gives is."""
+    values = ctx.value(key)
+    if not isinstance(values, np.ndarray):  # one value shared by every point
+        x = _number(values)
+        return (0.0, False) if x is None else (x, True)
+    kind = values.dtype.kind
+    if kind in "fiu":
+        return float(values[0]), True  # float64's own conversion of the entry
+    if kind != "O":  # bool or text arrays hold no numbers
+        return 0.0, False
+    x = _number(value)  # the entry as the point's Python value, as above
+    return (0.0, False) if x is None else (x, True)
+
+
+def or_zero(values: Floats) -> Floats:
     """``x or 0.0`` point by point, for :func:`numbers`' values (0.0 already stands where None was):
     only a negative zero changes, and adding 0.0 changes exactly that (IEEE 754: -0.0 + 0.0 is 0.0,
     x + 0.0 is x for every other x, NaN and infinities included)."""
     return values + 0.0
 
 
-def with_none(values: np.ndarray, has: Some) -> np.ndarray | None:
+def with_none(values: Floats, has: Some) -> Floats | None:
     """``values`` where ``has`` holds and None elsewhere: the float64 array when every point has a
     number, None when none has, else an object array of Python floats and None (the values single
     estimates give)."""
@@ -79,8 +144,12 @@ def with_none(values: np.ndarray, has: Some) -> np.ndarray | None:
     return out
 
 
+@lru_cache(maxsize=256)
 def null(key: str, why: str) -> Column:
-    """``key`` with no value at any point, and the reason (as the formula and the note)."""
+    """``key`` with no value at any point, and the reason (as the formula and the note). The same
+    few keys lack a value for the same few reasons estimate after estimate: each is made once, and
+    the one column serves every group (its value is None and its formula final text; the engine
+    broadcasts a shared column per group size)."""
     return Column(None, unit(key), label(key), why, (), why)
 
 
@@ -101,6 +170,17 @@ class PerPoint(Column):
 
     def take(self, i: int) -> Column:
         return self._parts[int(self._which[i])].take(i)
+
+
+def known(has: Some, key: str, why: str, column: Column) -> Column:
+    """``column`` where ``has`` holds; elsewhere ``key`` has no value, and ``why`` says so (as
+    :func:`pick` with those two cases gives it). A uniform group, a single estimate among them,
+    decides without building the cases."""
+    if has is True:
+        return column
+    if has is False:
+        return null(key, why)
+    return pick(column.values, [(~has, lambda: null(key, why)), (None, lambda: column)])
 
 
 #: A case of :func:`pick`: where it applies (None: every point left), and how to make its part.

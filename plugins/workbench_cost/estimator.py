@@ -13,10 +13,10 @@ from functools import lru_cache
 import numpy as np
 
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.points import PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
 from workbench_cost import power as W
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import null, numbers, or_zero
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd, wanted
+from workbench_cost.columns import Floats, at, figure, null
 from workbench_cost.keys import COST
 from workbench_cost.per_token import ENERGY_PER_TOKEN_KEYS, add_per_token
 from workbench_cost.run import RUN_KEYS, TCO_KEYS, add_run_and_tco
@@ -57,6 +57,13 @@ def _purchase_price_unknown(name: str) -> PointWarning:
     )
 
 
+# The price is the same in estimate after estimate, and its column holds nothing per point (one
+# value, final text): each is built once per price and source (typed: 2 and 2.0 differ in type).
+@lru_cache(maxsize=256, typed=True)
+def _price_column(price: float, price_from: str) -> Column:
+    return col(price, "USD/GPU-h", "Rental price per GPU-hour", f"{usd(price)} ({price_from})")
+
+
 _NEEDS_POWER = (
     "cost.power_kw",
     "cost.energy_usd_per_hour",
@@ -89,9 +96,11 @@ NEEDS_BY_KEY: dict[str, tuple[str, ...]] = {
 }
 
 
-def _gpus(ctx: PointsContext, num_gpus: int) -> np.ndarray:
+def _gpus(ctx: PointsContext, num_gpus: int) -> Floats:
     """``max(int(performance.gpus or 0), num_gpus)`` per point, as whole numbers in float64."""
-    values = or_zero(numbers(ctx, _GPUS)[0])
+    values = figure(ctx, _GPUS)
+    if not isinstance(values, np.ndarray):  # a group of one point
+        return max(float(int(values)), float(num_gpus))  # int() raises on NaN or infinity
     finite = np.isfinite(values)
     if not finite.all():
         int(float(values[~finite][0]))  # raises what int() raises on NaN or infinity, as before
@@ -113,6 +122,10 @@ class CostEstimator:
     )
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        if ctx.n == 1:
+            # A group of one point (a single estimate): the same formulas over Python floats, with
+            # no numpy call to silence and no division where nothing is kept.
+            return self._estimate(ctx)
         # Divisions are computed at every point and the points where they mean nothing (no
         # throughput, no run) are dropped afterwards; elsewhere numpy gives what Python's floats
         # give (inf on overflow, never an exception), so its warnings are noise.
@@ -122,10 +135,10 @@ class CostEstimator:
     def _estimate(self, ctx: PointsContext) -> PointOutputs:
         sc, gpu = ctx.scenario, ctx.gpu
         pricing = sc.pricing
-        want = ctx.wants
+        want = wanted(ctx)
         warnings: list[PointWarning] = []
         gpus = _gpus(ctx, sc.num_gpus)
-        util = or_zero(numbers(ctx, _UTIL)[0])
+        util = figure(ctx, _UTIL)
 
         # --- prices ---------------------------------------------------------------------------
         price, price_from = pricing.cloud_usd_per_gpu_hour, "scenario pricing"
@@ -160,18 +173,23 @@ class CostEstimator:
         hourly = None if price is None else gpus * price
         power_kw = None if busy_w is None else gpus * busy_w / 1000.0
         b = Basis(ctx, pricing, sc.is_training, gpus, price, purchase, purchase_from, hourly, power_kw,
-                  busy_w, idle_w, warnings=warnings)  # fmt: skip
+                  busy_w, idle_w, want, warnings=warnings)  # fmt: skip
         v = b.values
 
         if want("cost.usd_per_gpu_hour"):
             v["cost.usd_per_gpu_hour"] = (
-                col(price, "USD/GPU-h", "Rental price per GPU-hour", f"{usd(price)} ({price_from})")
+                _price_column(price, price_from)
                 if price is not None
                 else null("cost.usd_per_gpu_hour", NO_PRICE)
             )
         if want("cost.usd_per_hour"):
             v["cost.usd_per_hour"] = (
-                col(hourly, "USD/h", "Rental cost per hour", lambda i: f"{int(gpus[i])} GPUs x {usd(price)}")
+                col(
+                    hourly,
+                    "USD/h",
+                    "Rental cost per hour",
+                    lambda i: f"{int(at(gpus, i))} GPUs x {usd(price)}",
+                )
                 if hourly is not None
                 else null("cost.usd_per_hour", NO_PRICE)
             )
@@ -182,8 +200,8 @@ class CostEstimator:
                     "kW",
                     "Facility power while working",
                     lambda i: (
-                        f"{int(gpus[i])} GPUs x TDP {tdp:g} W x ({idle:g} + (1 - {idle:g}) x utilization "
-                        f"{util[i]:.3g}) x (1 + host {host:g}) x PUE {pricing.pue:g}"
+                        f"{int(at(gpus, i))} GPUs x TDP {tdp:g} W x ({idle:g} + (1 - {idle:g}) x utilization "
+                        f"{at(util, i):.3g}) x (1 + host {host:g}) x PUE {pricing.pue:g}"
                     ),
                     POWER_IDS,
                 )
@@ -196,7 +214,7 @@ class CostEstimator:
                     power_kw * pricing.power_usd_per_kwh,
                     "USD/h",
                     "Electricity per hour",
-                    lambda i: f"{power_kw[i]:.4g} kW x {usd(pricing.power_usd_per_kwh)}/kWh",
+                    lambda i: f"{at(power_kw, i):.4g} kW x {usd(pricing.power_usd_per_kwh)}/kWh",
                     POWER_IDS,
                 )
                 if power_kw is not None

@@ -14,8 +14,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from workbench.engine.points import Column, col
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, some, with_none
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
+from workbench_cost.columns import (
+    Case,
+    Floats,
+    Some,
+    at,
+    figure,
+    known,
+    negate,
+    null,
+    pick,
+    point_field,
+    some,
+    where,
+    with_none,
+    zeros,
+)
 from workbench_cost.keys import label
 
 PER_TOKEN_KEYS = (
@@ -26,24 +41,33 @@ PER_TOKEN_KEYS = (
 SPLIT_KEYS = ("cost.usd_per_million_input_tokens", "cost.usd_per_million_output_tokens")
 ENERGY_PER_TOKEN_KEYS = ("cost.energy_kwh_per_million_tokens", "cost.co2_kg_per_million_tokens")
 _NO_RATE = "no throughput"
+#: What a per-token key's tokens are, as its label names them.
+_TRAINING, _BOTH, _INPUT = "training tokens", "input + output tokens", "input tokens"
 
 
 def add_per_token(b: Basis) -> None:
-    want = b.ctx.wants
+    want = b.want
     if not any(map(want, (*PER_TOKEN_KEYS, *SPLIT_KEYS, *ENERGY_PER_TOKEN_KEYS))):
         return
     ctx = b.ctx
-    out_rate = or_zero(numbers(ctx, "performance.tokens_per_s")[0])  # `rate or 0.0` serves every use
+    out_rate = figure(ctx, "performance.tokens_per_s")  # `rate or 0.0` serves every use
+    generating: bool | np.ndarray
     if b.training:
-        in_rate = share = np.zeros(ctx.n)
-        generating = np.zeros(ctx.n, dtype=bool)
+        in_rate = share = zeros(ctx)
+        generating = False if ctx.n == 1 else np.zeros(ctx.n, dtype=bool)
     else:
-        in_rate = or_zero(numbers(ctx, "performance.input_tokens_per_s")[0])
-        share = or_zero(numbers(ctx, "performance.prefill_time_fraction")[0])
-        generating = ctx.points["gen_len"] != 0
-    all_rate = out_rate + np.where(generating, in_rate, 0.0)
+        in_rate = figure(ctx, "performance.input_tokens_per_s")
+        share = figure(ctx, "performance.prefill_time_fraction")
+        generating = point_field(ctx, "gen_len") != 0
+    all_rate = out_rate + where(generating, in_rate, 0.0)
     rated = all_rate != 0.0
-    t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, some(generating))
+    generates = some(generating)
+    what = (
+        _TRAINING
+        if b.training
+        else (_BOTH if generates is True else (_INPUT if generates is False else None))
+    )
+    t = _Tokens(b, out_rate, in_rate, share, all_rate, rated, some(rated), generating, generates, what)
     if any(map(want, PER_TOKEN_KEYS)):
         _prices(t)
     if any(map(want, SPLIT_KEYS)):
@@ -57,157 +81,154 @@ class _Tokens:
     """The group's token rates (``x or 0.0`` of the performance plugin's) and what they allow."""
 
     b: Basis
-    out_rate: np.ndarray
-    in_rate: np.ndarray
-    share: np.ndarray
-    all_rate: np.ndarray  # output tokens, plus the prompt's when the model generates
-    rated: np.ndarray  # where all_rate is not 0
+    out_rate: Floats
+    in_rate: Floats
+    share: Floats
+    all_rate: Floats  # output tokens, plus the prompt's when the model generates
+    rated: bool | np.ndarray  # where all_rate is not 0
     rated_some: Some
-    generating: np.ndarray
+    generating: bool | np.ndarray
     generates: Some
+    #: What every point's tokens are, None when that differs between points (some generate).
+    what: str | None
 
-    def unrated(self, key: str) -> Case:
-        return (negate(self.rated_some), lambda: null(key, _NO_RATE))
-
-    def by_tokens(self, make: Callable[[str], Column]) -> list[Case]:
-        """The cases of a per-token key by what its tokens are (its label names them)."""
+    def by_tokens(self, key: str, values: Floats | None, make: Callable[[str], Column]) -> Column:
+        """A per-token key: no value where there is no throughput, else ``make``'s part for what
+        the point's tokens are (its label names them). A uniform group decides without cases."""
+        rated, what = self.rated_some, self.what
+        if rated is True and what is not None:
+            return make(what)
+        if rated is False:
+            return null(key, _NO_RATE)
+        unrated: Case = (negate(rated), lambda: null(key, _NO_RATE))
         if self.b.training:
-            return [(None, lambda: make("training tokens"))]
-        return [(self.generates, lambda: make("input + output tokens")), (None, lambda: make("input tokens"))]
+            return pick(values, [unrated, (None, lambda: make(_TRAINING))])
+        return pick(values, [unrated, (self.generates, lambda: make(_BOTH)), (None, lambda: make(_INPUT))])
 
 
 def _prices(t: _Tokens) -> None:
     b = t.b
-    want, v, hourly, all_rate = b.ctx.wants, b.values, b.hourly, t.all_rate
+    want, v, hourly, all_rate = b.want, b.values, b.hourly, t.all_rate
     if hourly is None:
-        for key in PER_TOKEN_KEYS:
-            if want(key):
-                v[key] = null(key, NO_PRICE)
+        put_nulls(b, PER_TOKEN_KEYS, NO_PRICE)
         return
     key = "cost.usd_per_million_tokens"
     if want(key):
-        values = with_none(hourly / (all_rate * 3600.0) * 1e6, t.rated_some)
+        rated = t.rated_some
+        values = None if rated is False else with_none(hourly / (all_rate * 3600.0) * 1e6, rated)
 
         def central(what: str) -> Column:
             return col(
                 values,
                 "USD/Mtoken",
                 f"Cost per million {what}",
-                lambda i: f"{usd(hourly[i])}/h / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+                lambda i: f"{usd(at(hourly, i))}/h / ({at(all_rate, i):,.0f} tokens/s x 3,600) x 1e6",
             )
 
-        v[key] = pick(values, [t.unrated(key), *t.by_tokens(central)])
+        v[key] = t.by_tokens(key, values, central)
     for key, rate_key in (
         ("cost.usd_per_million_tokens_low", "performance.tokens_per_s_high"),
         ("cost.usd_per_million_tokens_high", "performance.tokens_per_s_low"),
     ):
         if want(key):
-            rate = or_zero(numbers(b.ctx, rate_key)[0])
+            rate = figure(b.ctx, rate_key)
             # `all_rate * (rate / out_rate) if rate and out_rate else None`, and no value unless scaled
-            scaled = all_rate * (rate / t.out_rate)
-            has = some(t.rated & (rate != 0.0) & (t.out_rate != 0.0) & (scaled != 0.0))
-            values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
-            v[key] = pick(values, [t.unrated(key), (None, _bound(values, key, rate_key))])
-
-
-def _bound(values: np.ndarray | None, key: str, rate_key: str) -> Callable[[], Column]:
-    return lambda: col(values, "USD/Mtoken", label(key), f"at {rate_key}")
+            scales = t.rated & (rate != 0.0) & (t.out_rate != 0.0)
+            values = None
+            if some(scales) is not False:
+                scaled = all_rate * (rate / t.out_rate)
+                has = some(scales & (scaled != 0.0))
+                if has is not False:
+                    values = with_none(hourly / (scaled * 3600.0) * 1e6, has)
+            v[key] = known(
+                t.rated_some, key, _NO_RATE, col(values, "USD/Mtoken", label(key), f"at {rate_key}")
+            )
 
 
 def _split(t: _Tokens) -> None:
     b = t.b
-    want, v, hourly = b.ctx.wants, b.values, b.hourly
-    keys = [k for k in SPLIT_KEYS if want(k)]
+    want, v, hourly = b.want, b.values, b.hourly
     if b.training or hourly is None:
         why = "training: tokens are not split" if b.training else NO_PRICE
-        for key in keys:
-            v[key] = null(key, why)
+        put_nulls(b, SPLIT_KEYS, why)
         return
     split = some(t.generating & (t.out_rate != 0.0) & (t.in_rate != 0.0))
     share, in_rate, out_rate = t.share, t.in_rate, t.out_rate
     key = "cost.usd_per_million_input_tokens"
     if want(key):
-        per_in = with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
-        v[key] = pick(
-            per_in,
-            [
-                _no_split(key, split),
-                (
-                    None,
-                    lambda: col(
-                        per_in,
-                        "USD/Mtoken",
-                        label("cost.usd_per_million_input_tokens"),
-                        lambda i: (
-                            f"{usd(hourly[i])}/h x prompt share of GPU time {share[i]:.3f} / "
-                            f"({in_rate[i]:,.0f} input tokens/s x 3,600) x 1e6"
-                        ),
-                    ),
+        per_in = None if split is False else with_none(hourly * share / (in_rate * 3600.0) * 1e6, split)
+        v[key] = known(
+            split,
+            key,
+            _NO_SPLIT,
+            col(
+                per_in,
+                "USD/Mtoken",
+                label("cost.usd_per_million_input_tokens"),
+                lambda i: (
+                    f"{usd(at(hourly, i))}/h x prompt share of GPU time {at(share, i):.3f} / "
+                    f"({at(in_rate, i):,.0f} input tokens/s x 3,600) x 1e6"
                 ),
-            ],
+            ),
         )
     key = "cost.usd_per_million_output_tokens"
     if want(key):
-        per_out = with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
-        v[key] = pick(
-            per_out,
-            [
-                _no_split(key, split),
-                (
-                    None,
-                    lambda: col(
-                        per_out,
-                        "USD/Mtoken",
-                        label("cost.usd_per_million_output_tokens"),
-                        lambda i: (
-                            f"{usd(hourly[i])}/h x decode share {1 - share[i]:.3f} / "
-                            f"({out_rate[i]:,.0f} output tokens/s x 3,600) x 1e6"
-                        ),
-                    ),
+        per_out = (
+            None if split is False else with_none(hourly * (1.0 - share) / (out_rate * 3600.0) * 1e6, split)
+        )
+        v[key] = known(
+            split,
+            key,
+            _NO_SPLIT,
+            col(
+                per_out,
+                "USD/Mtoken",
+                label("cost.usd_per_million_output_tokens"),
+                lambda i: (
+                    f"{usd(at(hourly, i))}/h x decode share {1 - at(share, i):.3f} / "
+                    f"({at(out_rate, i):,.0f} output tokens/s x 3,600) x 1e6"
                 ),
-            ],
+            ),
         )
 
 
-def _no_split(key: str, split: Some) -> Case:
-    return (negate(split), lambda: null(key, "the model generates no tokens"))
+_NO_SPLIT = "the model generates no tokens"
 
 
 def _energy(t: _Tokens) -> None:
     b = t.b
-    want, v, power_kw, all_rate = b.ctx.wants, b.values, b.power_kw, t.all_rate
+    want, v, power_kw, all_rate = b.want, b.values, b.power_kw, t.all_rate
     if power_kw is None:
-        for key in ENERGY_PER_TOKEN_KEYS:
-            if want(key):
-                v[key] = null(key, NO_POWER)
+        put_nulls(b, ENERGY_PER_TOKEN_KEYS, NO_POWER)
         return
-    kwh = power_kw / (all_rate * 3600.0) * 1e6
+    rated = t.rated_some
+    kwh = None if rated is False else power_kw / (all_rate * 3600.0) * 1e6  # None: no point keeps it
     grid = b.pricing.grid_kg_co2_per_kwh
     key = "cost.energy_kwh_per_million_tokens"
     if want(key):
-        energy = with_none(kwh, t.rated_some)
+        energy = None if kwh is None else with_none(kwh, rated)
 
         def per_m_energy(what: str) -> Column:
             return col(
                 energy,
                 "kWh/Mtoken",
                 f"Energy per million {what}",
-                lambda i: f"{power_kw[i]:.4g} kW / ({all_rate[i]:,.0f} tokens/s x 3,600) x 1e6",
+                lambda i: f"{at(power_kw, i):.4g} kW / ({at(all_rate, i):,.0f} tokens/s x 3,600) x 1e6",
                 POWER_IDS,
             )
 
-        v[key] = pick(energy, [t.unrated(key), *t.by_tokens(per_m_energy)])
+        v[key] = t.by_tokens(key, energy, per_m_energy)
     key = "cost.co2_kg_per_million_tokens"
     if want(key):
-        co2 = with_none(kwh * grid, t.rated_some)
+        co2 = None if kwh is None else with_none(kwh * grid, rated)
 
         def per_m_co2(what: str) -> Column:
             return col(
                 co2,
                 "kg CO2e/Mtoken",
                 f"CO2 per million {what}",
-                lambda i: f"{kwh[i]:.4g} kWh x {grid:g} kg/kWh",
+                lambda i: f"{at(kwh, i):.4g} kWh x {grid:g} kg/kWh",
                 POWER_IDS,
             )
 
-        v[key] = pick(co2, [t.unrated(key), *t.by_tokens(per_m_co2)])
+        v[key] = t.by_tokens(key, co2, per_m_co2)

@@ -8,14 +8,13 @@ the accelerator's power figure; it varies between points through the GPUs and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from workbench.engine.points import Column, PointWarning, col
-from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd
-from workbench_cost.columns import Case, Some, negate, null, numbers, or_zero, pick, with_none
+from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
+from workbench_cost.columns import Floats, Some, at, figure, known, null, numbers, with_none, zeros
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 
@@ -38,11 +37,10 @@ TCO_KEYS = (
     "cost.run_owned_usd",
 )
 _OWNED = "cost.run_owned_usd"
-Make = Callable[[], Column]
 
 
 def add_run_and_tco(b: Basis) -> None:
-    want = b.ctx.wants
+    want = b.want
     run_wanted = any(map(want, RUN_KEYS))
     tco_wanted = any(map(want, TCO_KEYS))
     if not (run_wanted or tco_wanted):
@@ -50,8 +48,13 @@ def add_run_and_tco(b: Basis) -> None:
     if b.training:
         seconds, timed = numbers(b.ctx, "performance.train_time_s")
     else:
-        seconds, timed = np.zeros(b.ctx.n), False
-    run = _Run(b, seconds, timed, "set --train-tokens to cost a run" if b.training else "no run length: inference scenario")
+        seconds, timed = zeros(b.ctx), False
+    run = _Run(
+        b,
+        seconds,
+        timed,
+        "set --train-tokens to cost a run" if b.training else "no run length: inference scenario",
+    )
     # The keys come in the order a single estimate gives them: with a run length, the GPU-hours
     # first and the cost on owned GPUs after buy-vs-rent; without, the order of RUN_KEYS.
     if run_wanted:
@@ -65,36 +68,31 @@ class _Run:
 
     __slots__ = ("b", "seconds", "timed", "why")
 
-    def __init__(self, b: Basis, seconds: np.ndarray, timed: Some, why: str) -> None:
+    def __init__(self, b: Basis, seconds: Floats, timed: Some, why: str) -> None:
         self.b, self.seconds, self.timed, self.why = b, seconds, timed, why
 
-    def pick(self, key: str, values: Any, make: Make) -> Column:
-        """``key``: no value ("why") where there is no run length, ``make``'s part elsewhere."""
-        why = self.why
-        untimed: Case = (negate(self.timed), lambda: null(key, why))
-        return pick(values, [untimed, (None, make)])
-
-
-def _null(key: str, why: str) -> Make:
-    return lambda: null(key, why)
+    def known(self, key: str, column: Column) -> Column:
+        """``column`` where there is a run length; elsewhere ``key`` has no value ("why")."""
+        timed = self.timed
+        return column if timed is True else known(timed, key, self.why, column)
 
 
 def _run(r: _Run) -> None:
     b = r.b
-    want, v, gpus, timed = b.ctx.wants, b.values, b.gpus, r.timed
+    want, v, gpus, timed = b.want, b.values, b.gpus, r.timed
     if timed is False:
-        for key in RUN_KEYS:
-            if want(key):
-                v[key] = null(key, r.why)
+        put_nulls(b, RUN_KEYS, r.why)
         return
     hours = r.seconds / 3600.0
     if want("cost.gpu_hours"):
         gpu_hours = with_none(gpus * hours, timed)
-        v["cost.gpu_hours"] = r.pick(
+        v["cost.gpu_hours"] = r.known(
             "cost.gpu_hours",
-            gpu_hours,
-            lambda: col(
-                gpu_hours, "GPU-h", "GPU-hours of the run", lambda i: f"{int(gpus[i])} GPUs x {hours[i]:,.1f} h"
+            col(
+                gpu_hours,
+                "GPU-h",
+                "GPU-hours of the run",
+                lambda i: f"{int(at(gpus, i))} GPUs x {at(hours, i):,.1f} h",
             ),
         )
     for key, days_key, what in (
@@ -105,60 +103,63 @@ def _run(r: _Run) -> None:
         if not want(key):
             continue
         if b.hourly is None:
-            v[key] = r.pick(key, None, _null(key, NO_PRICE))
+            v[key] = r.known(key, null(key, NO_PRICE))
             continue
-        run_h = hours if days_key is None else or_zero(numbers(b.ctx, days_key)[0]) * 24.0
+        run_h = hours if days_key is None else figure(b.ctx, days_key) * 24.0
         total = b.hourly * run_h
         values = with_none(total, timed)
-        v[key] = r.pick(key, values, _rented(b, key, values, what, run_h, total))
+        v[key] = r.known(key, _rented(b, key, values, what, run_h, total))
     power_kw = b.power_kw
     kwh = None if power_kw is None else power_kw * hours
     grid = b.pricing.grid_kg_co2_per_kwh
     if want("cost.energy_kwh"):
         if kwh is None:
-            v["cost.energy_kwh"] = r.pick("cost.energy_kwh", None, _null("cost.energy_kwh", NO_POWER))
+            v["cost.energy_kwh"] = r.known("cost.energy_kwh", null("cost.energy_kwh", NO_POWER))
         else:
             energy = with_none(kwh, timed)
-            v["cost.energy_kwh"] = r.pick(
+            v["cost.energy_kwh"] = r.known(
                 "cost.energy_kwh",
-                energy,
-                lambda: col(
+                col(
                     energy,
                     "kWh",
                     "Energy of the run (facility)",
-                    lambda i: f"{power_kw[i]:.4g} kW x {hours[i]:,.1f} h",
+                    lambda i: f"{at(power_kw, i):.4g} kW x {at(hours, i):,.1f} h",
                     POWER_IDS,
                 ),
             )
     if want("cost.co2_kg"):
         if kwh is None:
-            v["cost.co2_kg"] = r.pick("cost.co2_kg", None, _null("cost.co2_kg", NO_POWER))
+            v["cost.co2_kg"] = r.known("cost.co2_kg", null("cost.co2_kg", NO_POWER))
         else:
             co2 = with_none(kwh * grid, timed)
-            v["cost.co2_kg"] = r.pick(
+            v["cost.co2_kg"] = r.known(
                 "cost.co2_kg",
-                co2,
-                lambda: col(
-                    co2, "kg CO2e", "CO2 of the run", lambda i: f"{kwh[i]:,.0f} kWh x {grid:g} kg/kWh", POWER_IDS
+                col(
+                    co2,
+                    "kg CO2e",
+                    "CO2 of the run",
+                    lambda i: f"{at(kwh, i):,.0f} kWh x {grid:g} kg/kWh",
+                    POWER_IDS,
                 ),
             )
 
 
-def _rented(b: Basis, key: str, values: Any, what: str, hours: np.ndarray, total: np.ndarray) -> Make:
+def _rented(b: Basis, key: str, values: Any, what: str, hours: Floats, total: Floats) -> Column:
     price, gpus = b.price, b.gpus
-    return lambda: col(
+    return col(
         values,
         "USD",
         label(key),
-        lambda i: f"{what}{int(gpus[i])} GPUs x {usd(price)} x {hours[i]:,.1f} h = {usd(total[i])}",
+        lambda i: (
+            f"{what}{int(at(gpus, i))} GPUs x {usd(price)} x {at(hours, i):,.1f} h = {usd(at(total, i))}"
+        ),
     )
 
 
 def _tco(r: _Run) -> None:
     b = r.b
-    want, v, gpus, pricing = b.ctx.wants, b.values, b.gpus, b.pricing
+    want, v, gpus, pricing = b.want, b.values, b.gpus, b.pricing
     purchase, price, overhead = b.purchase, b.price, pricing.server_overhead_fraction
-    keys = [k for k in TCO_KEYS[:-1] if want(k)]
     owned_wanted = want(_OWNED) and r.timed is not False  # else the run's own null stands
     if purchase is None or price is None or b.busy_w is None or b.idle_w is None:
         missing = (
@@ -166,115 +167,125 @@ def _tco(r: _Run) -> None:
             if purchase is None
             else ("rental price (--usd-per-gpu-hour)" if price is None else "power figure of the accelerator")
         )
-        for key in keys:
-            v[key] = null(key, f"needs the {missing}")
+        put_nulls(b, TCO_KEYS[:-1], f"needs the {missing}")
         if purchase is not None and want("cost.tco.capex_usd"):
             v["cost.tco.capex_usd"] = col(
                 gpus * purchase * (1.0 + overhead),
                 "USD",
                 label("cost.tco.capex_usd"),
-                lambda i: f"{int(gpus[i])} x {usd(purchase)} x (1 + {overhead:g})",
+                lambda i: f"{int(at(gpus, i))} x {usd(purchase)} x (1 + {overhead:g})",
             )
         if owned_wanted:
-            v[_OWNED] = r.pick(_OWNED, None, _null(_OWNED, f"needs the {missing}"))
+            v[_OWNED] = r.known(_OWNED, null(_OWNED, f"needs the {missing}"))
         return
     t = buy_vs_rent(
         gpus, purchase, overhead, price, pricing.years, pricing.utilization, b.busy_w, b.idle_w,
         pricing.power_usd_per_kwh,
     )  # fmt: skip
-    made = _tco_columns(b, t)
-    for key in keys:
-        v[key] = made[key]()
+    _add_tco(b, t)
     if owned_wanted:
         seconds = r.seconds
         owned = with_none(t.owned_usd_per_gpu_hour * gpus * seconds / 3600.0, r.timed)
-        v[_OWNED] = r.pick(
+        v[_OWNED] = r.known(
             _OWNED,
-            owned,
-            lambda: col(
+            col(
                 owned,
                 "USD",
                 label(_OWNED),
                 lambda i: (
-                    f"{gpus[i] * seconds[i] / 3600:,.0f} GPU-h x owned {usd(t.owned_usd_per_gpu_hour[i])}/GPU-h"
+                    f"{at(gpus, i) * at(seconds, i) / 3600:,.0f} GPU-h x owned "
+                    f"{usd(at(t.owned_usd_per_gpu_hour, i))}/GPU-h"
                 ),
                 POWER_IDS,
             ),
         )
     years, use = pricing.years, pricing.utilization
     months = t.break_even_months
-    late = np.fromiter((m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months))
-    if late.any():
+    late: bool | np.ndarray
+    if isinstance(months, np.ndarray):
+        late = np.fromiter(
+            (m is not None and m > years * 12 for m in months.tolist()), dtype=bool, count=len(months)
+        )
+    else:  # a group of one point
+        late = months is not None and months > years * 12
+    if late is True or (late is not False and late.any()):
         b.warnings.append(
             PointWarning(
                 "buy-does-not-pay-back",
                 lambda i: (
-                    f"Buying pays back after {months[i]:.0f} months, beyond the {years:g}-year period at {use:.0%} use"
+                    f"Buying pays back after {at(months, i):.0f} months, beyond the {years:g}-year period "
+                    f"at {use:.0%} use"
                 ),
                 severity="info",
-                where=late,
+                where=None if late is True else late,
             )
         )
 
 
-def _tco_columns(b: Basis, t: BuyVsRent) -> dict[str, Make]:
+def _add_tco(b: Basis, t: BuyVsRent) -> None:
+    """The buy-vs-rent keys wanted, in the order of TCO_KEYS."""
     # The formulas close over plain values, never over ``b``: it holds the columns, and a cycle
     # would leave every estimate to the cyclic garbage collector.
+    want, v = b.want, b.values
     pricing, price, purchase, purchase_from, gpus = b.pricing, b.price, b.purchase, b.purchase_from, b.gpus
     overhead, years, use = pricing.server_overhead_fraction, pricing.years, pricing.utilization
-    return {
-        "cost.tco.capex_usd": lambda: col(
+    if want("cost.tco.capex_usd"):
+        v["cost.tco.capex_usd"] = col(
             t.capex_usd,
             "USD",
             label("cost.tco.capex_usd"),
             lambda i: (
-                f"{int(gpus[i])} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
+                f"{int(at(gpus, i))} GPUs x {usd(purchase)} ({purchase_from}) x (1 + server "
                 f"overhead {overhead:g})"
             ),
-        ),
-        "cost.tco.buy_usd": lambda: col(
+        )
+    if want("cost.tco.buy_usd"):
+        v["cost.tco.buy_usd"] = col(
             t.buy_usd,
             "USD",
             label("cost.tco.buy_usd"),
             lambda i: (
-                f"capex {usd(t.capex_usd[i])} + {t.energy_kwh[i]:,.0f} kWh x "
+                f"capex {usd(at(t.capex_usd, i))} + {at(t.energy_kwh, i):,.0f} kWh x "
                 f"{usd(pricing.power_usd_per_kwh)} over {years:g} years at {use:.0%} "
-                f"use = {usd(t.buy_usd[i])}"
+                f"use = {usd(at(t.buy_usd, i))}"
             ),
             POWER_IDS,
-        ),
-        "cost.tco.rent_usd": lambda: col(
+        )
+    if want("cost.tco.rent_usd"):
+        v["cost.tco.rent_usd"] = col(
             t.rent_usd,
             "USD",
             label("cost.tco.rent_usd"),
             lambda i: (
-                f"{int(gpus[i])} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
-                f"{usd(price)} = {usd(t.rent_usd[i])}"
+                f"{int(at(gpus, i))} GPUs x {years:g} x {HOURS_PER_YEAR:,.0f} h x {use:.0%} use x "
+                f"{usd(price)} = {usd(at(t.rent_usd, i))}"
             ),
-        ),
-        "cost.tco.owned_usd_per_gpu_hour": lambda: col(
+        )
+    if want("cost.tco.owned_usd_per_gpu_hour"):
+        v["cost.tco.owned_usd_per_gpu_hour"] = col(
             t.owned_usd_per_gpu_hour,
             "USD/GPU-h",
             label("cost.tco.owned_usd_per_gpu_hour"),
-            lambda i: f"{usd(t.buy_usd[i])} / ({int(gpus[i])} GPUs x useful hours)",
+            lambda i: f"{usd(at(t.buy_usd, i))} / ({int(at(gpus, i))} GPUs x useful hours)",
             POWER_IDS,
-        ),
-        "cost.tco.break_even_months": lambda: col(
+        )
+    if want("cost.tco.break_even_months"):
+        v["cost.tco.break_even_months"] = col(
             t.break_even_months,
             "months",
             label("cost.tco.break_even_months"),
             lambda i: (
-                f"capex {usd(t.capex_usd[i])} / (monthly rent {usd(t.rent_usd[i] / years / 12)} "
-                f"- monthly power {usd(t.power_usd[i] / years / 12)})"
-                if t.break_even_months[i] is not None
+                f"capex {usd(at(t.capex_usd, i))} / (monthly rent {usd(at(t.rent_usd, i) / years / 12)} "
+                f"- monthly power {usd(at(t.power_usd, i) / years / 12)})"
+                if at(t.break_even_months, i) is not None
                 else "renting costs less per month than powering owned GPUs: never"
             ),
             POWER_IDS,
-        ),
-        "cost.tco.cheaper": lambda: col(
+        )
+    if want("cost.tco.cheaper"):
+        v["cost.tco.cheaper"] = col(
             t.cheaper,
             "",
             label("cost.tco.cheaper"),
-            lambda i: f"buy {usd(t.buy_usd[i])} vs rent {usd(t.rent_usd[i])} over {years:g} years",
-        ),
-    }
+            lambda i: f"buy {usd(at(t.buy_usd, i))} vs rent {usd(at(t.rent_usd, i))} over {years:g} years",
+        )
