@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.engine.compare import CandidateResult, ScenarioComparison
 from workbench.gui import theme
+from workbench.gui.charts.axes import CompactAxis
 from workbench.gui.compare.compare_format import number, short_name, usd
 
 #: Candidates drawn at most (best-ranked first); the table holds the rest.
@@ -28,7 +29,7 @@ class _BarPlot:
     """One horizontal bar plot with a value label per bar (labels kept and reused)."""
 
     def __init__(self, view: pg.GraphicsLayoutWidget, col: int) -> None:
-        self.plot = view.addPlot(row=0, col=col)
+        self.plot = view.addPlot(row=0, col=col, axisItems={"bottom": CompactAxis("bottom")})
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setMouseEnabled(x=False, y=False)
