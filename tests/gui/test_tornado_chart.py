@@ -225,7 +225,7 @@ def test_every_factor_label_is_drawn_inside_the_chart_and_clear_of_the_others(qt
     moving = [b for b in view.outcome.sensitivity.bars if b.swing > 0]
     drawn = len(view.chart.bars)
     assert drawn == min(len(moving), 16) or view.chart.more.text().startswith(f"{len(moving) - drawn} smaller")
-    # A long label is broken into the factor and its range rather than lost.
+    # A long label is wrapped rather than lost.
     for shown, full in zip(view.chart.shown_labels, view.chart.tick_labels):
         assert shown == full or "\n" in shown
 

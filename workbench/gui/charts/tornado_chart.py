@@ -6,9 +6,9 @@ The two bar items and the base line are created once; an update moves them (setO
 labels are kept and reused.
 
 Every factor label must be readable at any window size: a label wider than the room the chart
-gives it is broken into the factor and its range on two lines, each elided to that room (the full
-text is the chart's tooltip), and the chart draws only as many bars as its height gives a row of
-text each; the rest are named under it. (pyqtgraph silently drops an axis label wider than the
+gives it is wrapped at word breaks (the range kept whole) on up to three lines, the last one elided
+if even that is too little (the full text is the chart's tooltip), and the chart draws only as many
+bars as its height gives those lines; the rest are named under it. (pyqtgraph silently drops an axis label wider than the
 axis, which left one factor of six labelled beside the side panels.)
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.engine.compare import format_seconds
@@ -70,14 +70,24 @@ def factor_range(bar: Bar) -> str:
     return f"{low} – {factor_value(factor.high, factor.unit)}"
 
 
+#: Lines a factor label may take.
+MAX_LABEL_LINES = 3
+
+
 def fit_label(title: str, detail: str, metrics: QFontMetrics, room: int) -> str:
-    """``title (detail)`` on one line when it fits ``room`` pixels, else title and detail on two
-    lines, each elided to ``room``."""
-    one = f"{title} ({detail})"
-    if metrics.horizontalAdvance(one) <= room:
-        return one
+    """``title (detail)`` wrapped at spaces to lines of at most ``room`` pixels (``detail``, the
+    range, is never split), at most :data:`MAX_LABEL_LINES` of them, the last elided if needed."""
+    words = [*title.split(), f"({detail})".replace(" ", "\u00a0")]
+    lines: list[str] = []
+    for word in words:
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= room - 4:  # elidedText is stricter
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    if len(lines) > MAX_LABEL_LINES:
+        lines = [*lines[:MAX_LABEL_LINES - 1], " ".join(lines[MAX_LABEL_LINES - 1:])]
     elide = Qt.TextElideMode.ElideRight
-    return f"{metrics.elidedText(title, elide, room)}\n{metrics.elidedText(detail, elide, room)}"
+    return "\n".join(metrics.elidedText(line, elide, room) for line in lines).replace("\u00a0", " ")
 
 
 class TornadoChart(QWidget):
@@ -148,7 +158,9 @@ class TornadoChart(QWidget):
         self.sensitivity = sens
         self.changing = set(changing or ())
         moving = [b for b in sens.bars if b.swing > 0] if sens is not None else []
-        room, rows = self._label_room(), self._rows_that_fit()
+        room = self._label_room()
+        labels = self._fitted_labels(moving, room)
+        rows = self._rows_that_fit(max((t.count("\n") + 1 for t in labels), default=1))
         self._layout_key = (room, rows)
         bars = moving[:min(MAX_BARS, rows)]
         self.bars = bars
@@ -174,9 +186,7 @@ class TornadoChart(QWidget):
         self.high_bars.setOpts(x0=high_x0, y=ys_high, width=high_w, height=BAR_HEIGHT)
         self._tick_labels = [("⚠ " if b.factor.id in self.changing else "") + f"{b.factor.title} ({factor_range(b)})"
                              for b in bars]
-        tick_metrics = QFontMetrics(self._tick_font)
-        self._shown_labels = [fit_label(("⚠ " if b.factor.id in self.changing else "") + b.factor.title,
-                                        factor_range(b), tick_metrics, room) for b in bars]
+        self._shown_labels = labels[:len(bars)]
         self.plot.getAxis("left").setTicks([list(enumerate(self._shown_labels))])
         self.plot_widget.setToolTip("\n".join(self._tick_labels))
         values = [base] + [v for v, _, _ in ends]
@@ -220,20 +230,33 @@ class TornadoChart(QWidget):
         """Pixels a factor label may take."""
         return max(MIN_LABEL_PX, int(self.width() * LABEL_SHARE))
 
-    def _row_pixels(self) -> int:
-        """The height of a row of two-line labels, with a gap."""
-        return 2 * QFontMetrics(self._tick_font).height() + ROW_GAP_PX
+    def _fitted_labels(self, bars: list[Bar], room: int) -> list[str]:
+        """The labels of (at most :data:`MAX_BARS` of) ``bars`` as drawn in ``room`` pixels."""
+        metrics = QFontMetrics(self._tick_font)
+        return [fit_label(("⚠ " if b.factor.id in self.changing else "") + b.factor.title, factor_range(b),
+                          metrics, room) for b in bars[:MAX_BARS]]
 
-    def _rows_that_fit(self) -> int:
-        """Bars the plot's height gives a two-line label each (the y range is rows + 0.7)."""
+    def _rows_that_fit(self, lines: int) -> int:
+        """Bars the plot's height gives ``lines`` lines of label each, with a gap (the y range is
+        rows + 0.7)."""
         height = self.plot.vb.height()
         if height <= 0:
             return MAX_BARS
-        return max(MIN_BARS, int(height / self._row_pixels() - 0.7))
+        row = lines * QFontMetrics(self._tick_font).height() + ROW_GAP_PX
+        return max(MIN_BARS, int(height / row - 0.7))
+
+    def _needs_layout(self) -> bool:
+        """The chart's size asks for other labels or another number of bars than drawn."""
+        if self.sensitivity is None:
+            return False
+        room = self._label_room()
+        moving = [b for b in self.sensitivity.bars if b.swing > 0]
+        lines = max((t.count("\n") + 1 for t in self._fitted_labels(moving, room)), default=1)
+        return (room, self._rows_that_fit(lines)) != self._layout_key
 
     def _on_view_resized(self) -> None:
         self._fit_range()
-        if self.sensitivity is not None and (self._label_room(), self._rows_that_fit()) != self._layout_key:
+        if self._needs_layout():
             self.update_sensitivity(self.sensitivity, self.changing)
 
     def _fit_range(self) -> tuple[float, float]:
@@ -268,7 +291,7 @@ class TornadoChart(QWidget):
 
     @property
     def shown_labels(self) -> list[str]:
-        """The labels as the axis draws them (two lines, elided, where the room asks for it)."""
+        """The labels as the axis draws them (wrapped, elided, where the room asks for it)."""
         return list(self._shown_labels)
 
     # --- look ---------------------------------------------------------------------------------
@@ -284,12 +307,15 @@ class TornadoChart(QWidget):
         theme.style_plot(self.plot_widget, [self.plot])
         self._tick_font = QFont()
         self.plot.getAxis("left").setStyle(tickFont=self._tick_font)
+        veil = QColor(theme.chart_background())  # the base line runs under its label: keep the text clear
+        self.base_label.fill = pg.mkBrush(veil)
+        self.base_label.setZValue(11)
         if self.sensitivity is not None:
             self.update_sensitivity(self.sensitivity, self.changing)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        if self.sensitivity is not None and (self._label_room(), self._rows_that_fit()) != self._layout_key:
+        if self._needs_layout():
             self.update_sensitivity(self.sensitivity, self.changing)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
