@@ -46,6 +46,12 @@ def test_the_compare_throughput_axis_prints_short_apart_labels(qtbot) -> None:  
     for n, (rect, text) in enumerate(ticks):
         for other, other_text in ticks[n + 1:]:
             assert not rect.intersects(other), (text, other_text)
+    # Each bar's value label inside its plot; the chart asks for no more width than a laptop's tab has.
+    chart.speed.update(["A", "B", "C"], [52_000.0, 101_000.0, 148_000.0], [grey] * 3, lambda v: f"{v:,.0f}")
+    view = chart.speed.plot.vb.sceneBoundingRect()
+    for label in chart.speed.labels[:3]:
+        assert view.contains(label.sceneBoundingRect()), label.toPlainText()
+    assert chart.minimumSizeHint().width() <= 330
 
 
 def test_segments_and_rectangles_hit() -> None:

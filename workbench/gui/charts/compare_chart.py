@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -95,13 +95,15 @@ class CompareBarChart(QWidget):
         self.speed.plot.getAxis("left").setStyle(showValues=False)
         self.speed.plot.getAxis("left").setWidth(4)
         legend = QHBoxLayout()
-        legend.addWidget(self.title, 1)
-        for colour, text in ((theme.OK_COLOUR, "recommended"), (theme.SERIES_COLOURS[0], "meets the targets"),
-                             ("#9a9a9a", "misses a target")):
-            swatch = QLabel("■", self)
-            swatch.setStyleSheet(f"color: {colour}")
-            legend.addWidget(swatch)
-            legend.addWidget(QLabel(text, self))
+        legend.addWidget(self.title, 3)
+        # One wrapping label: on a narrow tab the key breaks into lines instead of widening the tab.
+        self.key = QLabel(" ".join(
+            f"<span style='white-space:nowrap'><span style='color:{colour}'>■</span>&nbsp;{text}</span>"
+            for colour, text in ((theme.OK_COLOUR, "recommended"), (theme.SERIES_COLOURS[0], "meets the targets"),
+                                 ("#9a9a9a", "misses a target"))), self)
+        self.key.setWordWrap(True)
+        self.key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        legend.addWidget(self.key, 2)
         legend.setContentsMargins(0, 0, 6, 0)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
