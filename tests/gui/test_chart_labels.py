@@ -48,9 +48,14 @@ def test_the_compare_throughput_axis_prints_short_apart_labels(qtbot) -> None:  
             assert not rect.intersects(other), (text, other_text)
     # Each bar's value label inside its plot; the chart asks for no more width than a laptop's tab has.
     chart.speed.update(["A", "B", "C"], [52_000.0, 101_000.0, 148_000.0], [grey] * 3, lambda v: f"{v:,.0f}")
-    view = chart.speed.plot.vb.sceneBoundingRect()
-    for label in chart.speed.labels[:3]:
-        assert view.contains(label.sceneBoundingRect()), label.toPlainText()
+    chart.cost.update(["H100 SXM5 80 GB", "A100 80 GB SXM4", "L4"], [0.0359, 0.122, 0.286], [grey] * 3,
+                      lambda v: f"${v:.3g}")
+    chart.resize(305, 260)  # and the narrowest the tab gets it
+    qtbot.wait(20)
+    for bar_plot in (chart.cost, chart.speed):
+        view = bar_plot.plot.vb.sceneBoundingRect()
+        for label in bar_plot.labels[:3]:
+            assert view.contains(label.sceneBoundingRect()), label.toPlainText()
     assert chart.minimumSizeHint().width() <= 330
 
 

@@ -50,7 +50,7 @@ class _BarPlot:
         top = max(self.values, default=1.0) or 1.0
         pixels = self.plot.vb.width()
         share = self._label_px / pixels if pixels > 0 else 0.3
-        self.plot.setXRange(0, top / (1 - min(share, 0.6)) * 1.02, padding=0)
+        self.plot.setXRange(0, top / (1 - min(share, 0.8)) * 1.02, padding=0)  # a narrow plot: short bars, whole labels
 
     def update(self, names: list[str], values: list[float | None], brushes: list[QColor],
                text: Callable[[float], str]) -> None:
@@ -125,14 +125,15 @@ class CompareBarChart(QWidget):
         metric = comparison.cost_metric if comparison is not None else "usd_per_m_tokens"
         costs = [_number(r.values.get(metric)) for r in self.results]
         speeds = [_number(r.values.get("tokens_per_s")) for r in self.results]
-        if metric == "usd_per_m_tokens":
-            self.cost.plot.setTitle("Cost per million tokens (USD)")
-        else:
-            self.cost.plot.setTitle("Cost of the training run (USD)")
-        self.speed.plot.setTitle("Throughput (tokens/s)")
+        # What each plot measures is its value axis' label: a plot title sets the plot's least width,
+        # and two side by side pushed the throughput plot out of a narrow tab.
+        cost_label = "USD/M tokens" if metric == "usd_per_m_tokens" else "USD per run"
+        if self.cost.plot.getAxis("bottom").labelText != cost_label:
+            fg = theme.chart_foreground().name()
+            self.cost.plot.setLabel("bottom", cost_label, color=fg)
+            self.speed.plot.setLabel("bottom", "tokens/s", color=fg)
         self.cost.update(names, costs, brushes, usd)
         self.speed.update(names, speeds, brushes, number)
-        self._restyle_titles()
         if comparison is None:
             self.title.setText("")
             return
@@ -140,13 +141,6 @@ class CompareBarChart(QWidget):
         shown = f"the {len(self.results)} best-ranked that fit, of {total}" if len(fitting) > len(self.results) \
             else f"the {len(self.results)} of {total} that fit"
         self.title.setText(f"<b>{comparison.scenario.name}</b>: {shown}")
-
-    def _restyle_titles(self) -> None:
-        fg = theme.chart_foreground().name()
-        for bar_plot in (self.cost, self.speed):
-            title = bar_plot.plot.titleLabel
-            if title.text:
-                bar_plot.plot.setTitle(title.text, color=fg, size="9pt")
 
     def restyle(self) -> None:
         theme.style_plot(self.view, [self.cost.plot, self.speed.plot])
