@@ -50,7 +50,8 @@ class _BarPlot:
         top = max(self.values, default=1.0) or 1.0
         pixels = self.plot.vb.width()
         share = self._label_px / pixels if pixels > 0 else 0.3
-        self.plot.setXRange(0, top / (1 - min(share, 0.8)) * 1.02, padding=0)  # a narrow plot: short bars, whole labels
+        # A narrow plot gets short bars and whole labels.
+        self.plot.setXRange(0, top / (1 - min(share, 0.8)) * 1.02, padding=0)
 
     def update(self, names: list[str], values: list[float | None], brushes: list[QColor],
                text: Callable[[float], str]) -> None:

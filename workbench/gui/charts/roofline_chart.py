@@ -272,7 +272,8 @@ class RooflineChart(QWidget):
             obstacles.append(Segment(*lines[i]))
         if levels:
             top = levels[-1][1]
-            obstacles.append(Segment(at(x_lo, x_lo * self.bandwidth / 1000.0), at(top * 1000.0 / self.bandwidth, top)))
+            slope = Segment(at(x_lo, x_lo * self.bandwidth / 1000.0), at(top * 1000.0 / self.bandwidth, top))
+            obstacles.append(slope)
 
         labels: list[pg.TextItem] = []
         candidates: list[list[QRectF]] = []
