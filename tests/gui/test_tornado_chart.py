@@ -284,3 +284,26 @@ def test_a_remembered_metric_the_scenario_lacks_falls_back_to_its_headline(qtbot
     assert view.preferred_metric == "performance.train_time_days"  # kept for a training scenario
     view.set_preferred_metric("no.such.key")
     assert view.preferred_metric == ""
+
+
+def test_the_metric_choice_is_kept_in_the_settings_across_a_restart(qtbot, settings, fake_engine, catalogs, project) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QSettings
+
+    from workbench.gui.main_window import MainWindow
+
+    def open_window() -> MainWindow:
+        again = QSettings(settings.fileName(), QSettings.Format.IniFormat)
+        win = MainWindow(settings=again, engine=fake_engine, catalogs=catalogs, project=project)
+        win.ask_before_discard = False
+        qtbot.addWidget(win)
+        return win
+
+    first = open_window()
+    assert first.sensitivity_view.preferred_metric == ""
+    with qtbot.waitSignal(first.sensitivity_view.check_finished, timeout=20000):
+        assert first.sensitivity_view.pick_metric("performance.tpot_s")
+    first.settings.sync()
+    first.close()
+    second = open_window()
+    assert second.sensitivity_view.preferred_metric == "performance.tpot_s"
+    second.close()
