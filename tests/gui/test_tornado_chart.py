@@ -307,3 +307,28 @@ def test_the_metric_choice_is_kept_in_the_settings_across_a_restart(qtbot, setti
     second = open_window()
     assert second.sensitivity_view.preferred_metric == "performance.tpot_s"
     second.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1600, 1000)])
+def test_every_label_is_readable_in_the_window_with_and_without_the_side_panels(qtbot, settings, catalogs, engine,  # type: ignore[no-untyped-def]
+                                                                                 controller, size) -> None:
+    from workbench.gui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, engine=engine, catalogs=catalogs, project=controller.project)
+    win.ask_before_discard = False
+    qtbot.addWidget(win)
+    win.resize(*size)
+    win.show()
+    qtbot.waitExposed(win)
+    view = win.sensitivity_view
+    with qtbot.waitSignal(view.sensitivity_shown, timeout=60000):
+        win.tabs.show_page("sensitivity")
+    qtbot.wait(100)
+    assert all(dock.isVisible() for dock in win.docks.values() if dock.objectName() != "hardware_dock")
+    _assert_readable(view.chart)
+    win.tabs.focus_button.click()  # hide the side panels: a wider chart
+    qtbot.waitUntil(lambda: not win.docks["scenario_dock"].isVisible(), timeout=3000)
+    qtbot.wait(100)
+    _assert_readable(view.chart)
+    win.tabs.focus_button.click()
+    view.shutdown()
