@@ -3,14 +3,16 @@ several states.
 
 Run under a display (tests/gui/test_screenshots_xvfb.py starts Xvfb for it)::
 
-    DISPLAY=:99 QT_QPA_PLATFORM=xcb python tests/gui_screenshots.py OUTDIR
+    DISPLAY=:99 QT_QPA_PLATFORM=xcb python tests/gui_screenshots.py OUTDIR [WIDTHxHEIGHT]
 
 Settings go to ``OUTDIR/config`` (``XDG_CONFIG_HOME``), so every run is a first launch: the sample
 project with its start hint. States: ``fits`` (Llama-3.1-8B on one H100), ``out-of-memory`` (the
 same with 256 concurrent requests), ``roofline-training`` (70B pre-training on 64 H100s, hardware
 panel in front), ``moe-serving`` (Mixtral on two A100s), ``hybrid-state`` (Bamba-9B serving 64 requests: the recurrent state
-beside the KV cache) and ``dark`` (a dark palette). Writes
-``screenshots.json`` with the file names and the window-ready time.
+beside the KV cache), ``compare`` (the Compare tab), ``sensitivity`` and ``sensitivity-no-panels``
+(the Sensitivity tab with the side panels shown, then hidden) and ``dark`` (a dark palette). The
+window is 1600x1000 unless a size is given. Writes ``screenshots.json`` with the file names and the
+window-ready time.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ class Driver:
         self.app, self.out = app, out
         self.files: list[str] = []
         self.ready_s = 0.0
-        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.hybrid, self.dark, self.finish]
+        self.size = SIZE
+        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.hybrid, self.compare,
+                      self.sensitivity, self.sensitivity_no_panels, self.dark, self.finish]
         QTimer.singleShot(0, self.attach)
 
     def attach(self) -> None:
@@ -65,7 +69,7 @@ class Driver:
         self.ready_s = time.perf_counter() - START
         self.window = windows[0]
         self.window.ask_before_discard = False
-        self.window.resize(*SIZE)
+        self.window.resize(*self.size)
         self._settle(self._next)
 
     # Wait until the newest estimate and its sweep are on screen, then paint, then go on.
@@ -123,6 +127,31 @@ class Driver:
         self._shot("hybrid-state")
         self.window.controller.undo_stack.undo()
         self.window.controller.undo_stack.undo()
+        self.window.tabs.show_page("compare")
+        self._settle(lambda: self._wait_view(self.window.compare_view, self._next))
+
+    # The compare and sensitivity views compute on their own runners while their tab is shown.
+    def _wait_view(self, view, then, tries: int = 0) -> None:  # type: ignore[no-untyped-def]
+        shown = view.result if hasattr(view, "result") else view.outcome
+        if (shown is not None and not view.runner.is_busy()) or tries > 400:
+            QTimer.singleShot(300, then)
+        else:
+            QTimer.singleShot(50, lambda: self._wait_view(view, then, tries + 1))
+
+    def compare(self) -> None:
+        self._shot("compare")
+        self.window.tabs.show_page("sensitivity")
+        self._wait_view(self.window.sensitivity_view, self._next)
+
+    def sensitivity(self) -> None:
+        self._shot("sensitivity")
+        self.window.tabs.focus_button.click()  # hide the side panels
+        QTimer.singleShot(400, self._next)
+
+    def sensitivity_no_panels(self) -> None:
+        self._shot("sensitivity-no-panels")
+        self.window.tabs.focus_button.click()
+        self.window.tabs.show_page("charts")
         self.app.setPalette(dark_palette())
         self._settle(self._next)
 
@@ -132,7 +161,7 @@ class Driver:
 
     def finish(self) -> None:
         (self.out / "screenshots.json").write_text(json.dumps(
-            {"files": self.files, "window_ready_s": round(self.ready_s, 3), "size": SIZE}, indent=1))
+            {"files": self.files, "window_ready_s": round(self.ready_s, 3), "size": self.size}, indent=1))
         self.window.close()
         self.app.quit()
 
@@ -145,6 +174,9 @@ def main(argv: list[str]) -> int:
     app = create_application([])
     app.setStyle("Fusion")  # the same look on every machine the screenshots are taken on
     driver = Driver(app, out)
+    if len(argv) > 2:
+        width, height = argv[2].lower().split("x")
+        driver.size = (int(width), int(height))
     QTimer.singleShot(90_000, app.quit)  # never hang a test run
     code = run_app([])
     return code if driver.files else 1

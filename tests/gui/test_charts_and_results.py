@@ -190,3 +190,86 @@ def test_results_show_the_recurrent_state_of_hybrid_models_only(qtbot, catalogs,
         assert row.isVisible() is shown, model
         if shown:
             assert row.text().endswith("MiB")  # Bamba-9B: 32 layers' fp32 SSM states, ~118 MiB
+
+
+# --- roofline labels and peak ------------------------------------------------------------------------
+
+ROOFLINE_CASES = {
+    "training": dict(model="llama-3.1-70b", gpu="h100-sxm", workload="pretrain", num_gpus=64, parallel={"dp": 64}),
+    "serving, fp8 weights": dict(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8", batch_size=16),
+    "qlora on L40S": dict(model="llama-3.1-70b", gpu="l40s", workload="finetune", method="qlora", num_gpus=2,
+                          parallel={"pp": 2}),
+}
+
+
+@pytest.fixture(scope="module")
+def real_engine():  # type: ignore[no-untyped-def]
+    from workbench.pluginhost import default_engine
+
+    return default_engine()
+
+
+# The roofline's size in the window at 1280x800 and at 1600x1000.
+@pytest.mark.parametrize("size", [(290, 330), (420, 430)])
+@pytest.mark.parametrize("case", list(ROOFLINE_CASES))
+def test_roofline_labels_stay_inside_and_clear_of_each_other_and_of_other_ceilings(
+        qtbot, catalogs, real_engine, case, size) -> None:  # type: ignore[no-untyped-def]
+    import math
+
+    from PySide6.QtCore import QPointF, QRectF
+
+    from workbench.core.project import Project
+    from workbench.gui.charts.label_layout import Segment, hits
+
+    resolved = catalogs.resolve(Scenario(name=case, **ROOFLINE_CASES[case]), Project())
+    chart = RooflineChart()
+    qtbot.addWidget(chart)
+    chart.resize(*size)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.update_estimate(real_engine.run(resolved))
+    qtbot.wait(20)
+    rects = chart.label_rects()
+    view = chart.plot.getViewBox()
+    area = QRectF(0, 0, view.width(), view.height())
+    phases = {"training"} if "pretrain" in str(ROOFLINE_CASES[case]) or "finetune" in str(ROOFLINE_CASES[case]) \
+        else {"prefill", "decode"}
+    assert phases <= set(rects)  # every point is named
+    assert len([t for t in rects if "ridge" in t]) == 1
+    assert len(rects) == len(phases) + 1 + len(chart._ceiling_levels)
+    items = list(rects.items())
+    for n, (text, rect) in enumerate(items):
+        assert area.contains(rect), (text, rect, area)
+        for other, other_rect in items[n + 1:]:
+            assert not rect.intersects(other_rect), (text, other)
+    # No ceiling runs through another ceiling's label (its own hides under the label's veil).
+    for i, level in chart._ceiling_levels.items():
+        start = view.mapFromView(QPointF(math.log10(level * 1000 / chart.bandwidth), math.log10(level)))
+        end = view.mapFromView(QPointF(view.viewRange()[0][1], math.log10(level)))
+        for text, rect in items:
+            if text in chart._ceiling_texts[i] or text in ("prefill", "decode", "training"):
+                continue
+            assert not hits(rect, Segment(start, end)), (text, level)
+
+
+def test_the_roofline_names_the_rate_the_estimate_computes_at(qtbot, catalogs, real_engine) -> None:  # type: ignore[no-untyped-def]
+    from workbench.core.project import Project
+
+    chart = RooflineChart()
+    qtbot.addWidget(chart)
+    # fp8 weights under a bf16 compute precision: weight-only fp8, matmuls at the bf16 rate.
+    weights_only = real_engine.run(catalogs.resolve(
+        Scenario(model="llama-3.1-8b", gpu="h100-sxm", weights="fp8", batch_size=16), Project()))
+    assert weights_only.get("roofline.compute_dtype") == "bf16"
+    chart.update_estimate(weights_only)
+    assert chart.readout.text().startswith("989 TFLOPS bf16 peak (fp8 weights, matmuls at the bf16 rate)")
+    current = [lb.toPlainText() for lb, c in zip(chart.ceiling_labels, chart.ceilings)
+               if c.opts["pen"].widthF() > 2]
+    assert len(current) == 1 and current[0].startswith("bf16")
+    # fp8 compute with fp8 weights: the fp8 peak.
+    fp8 = real_engine.run(catalogs.resolve(
+        Scenario(model="llama-3.1-8b", gpu="h100-sxm", dtype="fp8", weights="fp8", batch_size=16), Project()))
+    assert fp8.get("roofline.compute_dtype") == "fp8"
+    chart.update_estimate(fp8)
+    assert chart.readout.text().startswith("1,979 TFLOPS fp8 peak, 3,350 GB/s")
+    assert chart.peak == pytest.approx(1978.9)

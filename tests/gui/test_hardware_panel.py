@@ -107,3 +107,26 @@ def test_custom_accelerators_live_in_the_project(qtbot, controller, monkeypatch)
     assert controller.scenario.gpu == "h100-sxm"
     controller.undo_stack.undo()
     assert controller.scenario.gpu == "my-gpu"
+
+
+def test_memory_reads_in_gib_and_stays_in_view_in_a_narrow_panel(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    from workbench.gui.panels.accelerator_table import MEMORY_COLUMN
+
+    panel = _panel(qtbot, controller)
+    panel.resize(340, 700)  # the Hardware panel's width in a 1280x800 window
+    qtbot.wait(20)
+    table = panel.table
+    table.filter_edit.setText("H200 SXM")
+    assert table.proxy.rowCount() == 1
+    index = table.proxy.index(0, MEMORY_COLUMN)
+    assert index.data() == "141 GiB"
+    assert table.proxy.index(0, 1).data() == "nvidia"
+    table.filter_edit.clear()
+    texts = {table.proxy.index(r, MEMORY_COLUMN).data() for r in range(table.proxy.rowCount())}
+    assert "80 GiB" in texts and all(t.endswith(" GiB") for t in texts)
+    # Name, vendor and memory all in the panel's view, memory wide enough for its widest text.
+    view = table.view
+    right = view.columnViewportPosition(MEMORY_COLUMN) + view.columnWidth(MEMORY_COLUMN)
+    assert right <= view.viewport().width()
+    widest = max(view.fontMetrics().horizontalAdvance(t) for t in texts)
+    assert view.columnWidth(MEMORY_COLUMN) >= widest + 6

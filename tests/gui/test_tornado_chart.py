@@ -148,3 +148,187 @@ def test_a_slow_check_waits_for_a_click(qtbot, views, monkeypatch) -> None:  # t
     with qtbot.waitSignal(view.check_finished, timeout=60000):
         view.check_button.click()
     assert view.outcome.check is not None and not view.check_button.isVisible()
+
+
+# --- every label readable ---------------------------------------------------------------------------
+
+
+def _axis_label_rects(chart: TornadoChart) -> list[tuple[str, object]]:
+    """The factor labels as the left axis draws them, each as the full rectangle of its lines (the
+    axis measures 80% of a line's height), in the chart widget's coordinates."""
+    from PySide6.QtCore import QPointF, QRectF
+    from PySide6.QtGui import QFontMetricsF, QImage, QPainter
+
+    axis = chart.plot.getAxis("left")
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    assert specs is not None
+    metrics = QFontMetricsF(chart._tick_font)
+    rects = []
+    for rect, _, text in specs[2]:
+        lines = text.split("\n")
+        width = max(metrics.horizontalAdvance(line) for line in lines)
+        height = len(lines) * metrics.lineSpacing()
+        full = QRectF(rect.right() - width, rect.center().y() - height / 2, width, height)
+        scene = axis.mapRectToScene(full)
+        top_left = chart.plot_widget.mapTo(chart, chart.plot_widget.mapFromScene(scene.topLeft()))
+        rects.append((text, QRectF(QPointF(top_left), scene.size())))
+    return rects
+
+
+def _value_label_rects(chart: TornadoChart) -> list[object]:
+    from PySide6.QtCore import QPointF, QRectF
+
+    out = []
+    for label in [*chart.value_labels, chart.base_label]:
+        if label.isVisible() and label.toPlainText():
+            scene = label.sceneBoundingRect()
+            top_left = chart.plot_widget.mapTo(chart, chart.plot_widget.mapFromScene(scene.topLeft()))
+            out.append(QRectF(QPointF(top_left), scene.size()))
+    return out
+
+
+def _assert_readable(chart: TornadoChart) -> None:
+    from PySide6.QtCore import QRectF
+
+    labels = _axis_label_rects(chart)
+    # Every drawn bar has its label (pyqtgraph silently drops one wider than the axis).
+    assert len(labels) == len(chart.bars) >= 3
+    widget = QRectF(chart.rect())
+    view = chart.plot.vb.sceneBoundingRect()
+    view_rect = QRectF(chart.plot_widget.mapTo(chart, chart.plot_widget.mapFromScene(view.topLeft())), view.size())
+    for n, (text, rect) in enumerate(labels):
+        assert widget.contains(rect), (text, rect, widget)
+        assert rect.right() <= view_rect.left() + 1, text  # left of the bars
+        for other_text, other in labels[n + 1:]:
+            assert not rect.intersects(other), (text, other_text)
+    # The value at each bar end and the likely value: inside the plot, clear of one another.
+    values = _value_label_rects(chart)
+    assert values
+    for n, rect in enumerate(values):
+        assert view_rect.adjusted(-1, -1, 1, 1).contains(rect), (rect, view_rect)
+        for other in values[n + 1:]:
+            assert not rect.intersects(other), (rect, other)
+
+
+# The Sensitivity tab's size in the window: 1280x800 and 1600x1000, side panels shown and hidden.
+@pytest.mark.parametrize("size", [(560, 560), (700, 640), (1240, 600), (1560, 800)])
+def test_every_factor_label_is_drawn_inside_the_chart_and_clear_of_the_others(qtbot, views, size) -> None:  # type: ignore[no-untyped-def]
+    _, view = views
+    view.resize(*size)
+    qtbot.wait(50)
+    _assert_readable(view.chart)
+    moving = [b for b in view.outcome.sensitivity.bars if b.swing > 0]
+    drawn = len(view.chart.bars)
+    assert drawn == min(len(moving), 16) or view.chart.more.text().startswith(f"{len(moving) - drawn} smaller")
+    # A long label is wrapped rather than lost.
+    for shown, full in zip(view.chart.shown_labels, view.chart.tick_labels):
+        assert shown == full or "\n" in shown
+
+
+def test_labels_follow_the_size_the_chart_gets_after_it_was_drawn(qtbot, controller, catalogs, engine) -> None:  # type: ignore[no-untyped-def]
+    """As after a restart: the tornado arrives before the chart has its final size."""
+    sens = S.tornado(engine, catalogs.resolve(controller.scenario, controller.project))
+    chart = TornadoChart()
+    qtbot.addWidget(chart)
+    chart.update_sensitivity(sens)  # never shown, no size yet
+    for size in ((1200, 700), (430, 420), (800, 900)):
+        chart.resize(*size)
+        chart.show()
+        qtbot.wait(50)
+        _assert_readable(chart)
+    assert len(chart.bars) == min(MAX_BARS, len([b for b in sens.bars if b.swing > 0]))
+
+
+# --- the metric picker --------------------------------------------------------------------------------
+
+
+def test_the_metric_picker_changes_what_the_bars_swing(qtbot, views, controller, catalogs, engine) -> None:  # type: ignore[no-untyped-def]
+    _, view = views
+    resolved = catalogs.resolve(controller.scenario, controller.project)
+    natural = S.tornado(engine, resolved)
+    assert view.shown_metric() == natural.metric == "cost.usd_per_million_tokens"
+    offered = [view.metric_combo.itemData(i) for i in range(view.metric_combo.count())]
+    # The headline figures this serving scenario has: no step time or time to train.
+    assert offered == [span.key for span in natural.spans]
+    assert "performance.ttft_s" in offered and "performance.train_time_days" not in offered
+    assert view.metric_combo.currentData() == natural.metric
+    chosen: list[str] = []
+    view.metric_chosen.connect(chosen.append)
+    with qtbot.waitSignal(view.check_finished, timeout=60000):
+        view.metric_combo.setCurrentIndex(view.metric_combo.findData("performance.ttft_s"))
+        view.metric_combo.activated.emit(view.metric_combo.currentIndex())
+    assert chosen == ["performance.ttft_s"]
+    ttft = S.tornado(engine, resolved, "performance.ttft_s")
+    assert view.outcome.sensitivity.metric == "performance.ttft_s"
+    _assert_drawn(view.chart, ttft)
+    assert view.chart.drawn() != [(b.factor.id, b.at_low, b.at_high) for b in natural.bars if b.swing > 0][:MAX_BARS]
+    assert "TTFT" in view.header.text() or ttft.metric_title in view.header.text()
+    assert view.chart.plot.getAxis("bottom").labelText.endswith("(s)")
+    # The choice holds through an edit.
+    with qtbot.waitSignal(view.check_finished, timeout=60000):
+        controller.set_field("batch_size", 8)
+    assert view.outcome.sensitivity.metric == "performance.ttft_s"
+
+
+def test_a_remembered_metric_the_scenario_lacks_falls_back_to_its_headline(qtbot, views) -> None:  # type: ignore[no-untyped-def]
+    _, view = views
+    view.set_preferred_metric("performance.train_time_days")  # a serving scenario has no time to train
+    with qtbot.waitSignal(view.check_finished, timeout=60000):
+        view.refresh()
+    assert view.outcome.sensitivity.metric == "cost.usd_per_million_tokens"
+    assert view.preferred_metric == "performance.train_time_days"  # kept for a training scenario
+    view.set_preferred_metric("no.such.key")
+    assert view.preferred_metric == ""
+
+
+def test_the_metric_choice_is_kept_in_the_settings_across_a_restart(qtbot, settings, fake_engine, catalogs, project) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import QSettings
+
+    from workbench.gui.main_window import MainWindow
+
+    def open_window() -> MainWindow:
+        again = QSettings(settings.fileName(), QSettings.Format.IniFormat)
+        win = MainWindow(settings=again, engine=fake_engine, catalogs=catalogs, project=project)
+        win.ask_before_discard = False
+        qtbot.addWidget(win)
+        return win
+
+    first = open_window()
+    assert first.sensitivity_view.preferred_metric == ""
+    with qtbot.waitSignal(first.sensitivity_view.check_finished, timeout=20000):
+        assert first.sensitivity_view.pick_metric("performance.tpot_s")
+    first.settings.sync()
+    first.close()
+    second = open_window()
+    assert second.sensitivity_view.preferred_metric == "performance.tpot_s"
+    second.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1600, 1000)])
+def test_every_label_is_readable_in_the_window_with_and_without_the_side_panels(qtbot, settings, catalogs, engine,  # type: ignore[no-untyped-def]
+                                                                                 controller, size) -> None:
+    from workbench.gui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, engine=engine, catalogs=catalogs, project=controller.project)
+    win.ask_before_discard = False
+    qtbot.addWidget(win)
+    win.resize(*size)
+    win.show()
+    qtbot.waitExposed(win)
+    view = win.sensitivity_view
+    with qtbot.waitSignal(view.sensitivity_shown, timeout=60000):
+        win.tabs.show_page("sensitivity")
+    qtbot.wait(100)
+    assert all(dock.isVisible() for dock in win.docks.values() if dock.objectName() != "hardware_dock")
+    _assert_readable(view.chart)
+    win.tabs.focus_button.click()  # hide the side panels: a wider chart
+    qtbot.waitUntil(lambda: not win.docks["scenario_dock"].isVisible(), timeout=3000)
+    qtbot.wait(100)
+    _assert_readable(view.chart)
+    win.tabs.focus_button.click()
+    view.shutdown()

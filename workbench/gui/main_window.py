@@ -154,6 +154,8 @@ class MainWindow(QMainWindow):
         central_layout.addWidget(self.hint)
         self.tabs = AnalysisTabs(self.controller, self.catalogs, lambda: self.runner.engine, self.charts_splitter, self)
         self.compare_view, self.sensitivity_view = self.tabs.compare_view, self.tabs.sensitivity_view
+        self.sensitivity_view.set_preferred_metric(self.settings.get("charts/sensitivity_metric"))
+        self.sensitivity_view.metric_chosen.connect(lambda key: self.settings.set("charts/sensitivity_metric", key))
         central_layout.addWidget(self.tabs, 1)
         self.setCentralWidget(central)
 

@@ -22,6 +22,7 @@ DEFAULTS: dict[str, Any] = {
     "session/first_launch_done": False,
     "session/hint_dismissed": False,
     "charts/sweep_axis": "batch_size",
+    "charts/sensitivity_metric": "",  # the headline key the Sensitivity tab swings ("": the natural one)
     "files/recent": [],  # most recent first, at most recent_files.MAX_RECENT
     "autosave/interval_ms": 30_000,  # a recovery copy of unsaved work at least this often (0: never)
     "autosave/idle_ms": 2_000,  # ... and this long after the last edit (0: only on the interval)

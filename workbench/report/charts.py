@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QPointF, QRectF, Qt
@@ -461,7 +461,6 @@ class RooflineChart(Chart):
     def paint(self, painter: QPainter, rect: QRectF) -> None:
         style = self.style
         font, small, bold = style.font(), style.font(style.small_pt), style.font(bold=True)
-        metrics = _metrics(painter, font)
         plot = QRectF(rect.left() + 64, rect.top() + 8, rect.width() - 64 - 8, rect.height() - 8 - 40)
         lx0, lx1 = (math.log10(v) for v in self.x_range)
         ly0, ly1 = (math.log10(v) for v in self.y_range)
@@ -479,10 +478,12 @@ class RooflineChart(Chart):
             p = at(10.0**exponent, self.y_range[0])
             painter.setPen(QPen(GRID, 0.6))
             painter.drawLine(QPointF(p.x(), plot.top()), QPointF(p.x(), plot.bottom()))
+            # The last decade sits on the plot's right edge: keep its label inside the chart.
+            half = _metrics(painter, small).horizontalAdvance(tick_label(10.0**exponent)) / 2
             _text(
                 painter,
                 small,
-                p.x(),
+                min(max(p.x(), rect.left() + half), rect.right() - half - 1),
                 plot.bottom() + 4,
                 tick_label(10.0**exponent),
                 align="center",
@@ -523,7 +524,7 @@ class RooflineChart(Chart):
         painter.setPen(QPen(INK, 2.0))
         painter.drawLine(slope_start, slope_end)
         # Ceilings: the scenario's dtype solid and dark, the others dashed and grey.
-        label_rows: list[tuple[float, str, bool]] = []
+        label_rows: list[tuple[QPointF, QPointF, str, bool]] = []
         for tflops, names in self.ceilings:
             current = self.dtype in names
             start = at(tflops * 1000.0 / self.bandwidth, tflops)
@@ -536,36 +537,8 @@ class RooflineChart(Chart):
                 )
             )
             painter.drawLine(start, end)
-            label_rows.append((start.y(), f"{' / '.join(names)}  {short_number(tflops)} TFLOPS", current))
-        # Labels sit above their line at the right end; crowded ones step up so none overlap.
-        label_height = metrics.height() - 2
-        placed: list[float] = []
-        ceiling_rects: list[QRectF] = []
-        for y, text, current in sorted(label_rows, key=lambda r: -r[0]):
-            baseline = y - 4
-            if placed and baseline > placed[-1] - label_height:
-                baseline = placed[-1] - label_height
-            placed.append(baseline)
-            label_font = bold if current else small
-            label_metrics = _metrics(painter, label_font)
-            veil = QRectF(
-                plot.right() - 6 - label_metrics.horizontalAdvance(text),
-                baseline - label_metrics.ascent(),
-                label_metrics.horizontalAdvance(text) + 4,
-                label_metrics.ascent() + 1,
-            )
-            painter.fillRect(veil, QColor("#ffffff"))
-            ceiling_rects.append(
-                _text(
-                    painter,
-                    label_font,
-                    plot.right() - 4,
-                    baseline,
-                    text,
-                    align="right",
-                    colour=INK if current else MUTED,
-                )
-            )
+            label_rows.append((start, end, f"{' / '.join(names)}  {short_number(tflops)} TFLOPS", current))
+        ceiling_rects = self._paint_ceiling_labels(painter, plot, label_rows, small, bold, at)
         # Slope label, along the line, in its lower-left part.
         angle = math.degrees(math.atan2(slope_start.y() - slope_end.y(), slope_end.x() - slope_start.x()))
         anchor = QPointF(
@@ -630,6 +603,55 @@ class RooflineChart(Chart):
         if legend is not None:
             self._paint_legend(painter, legend)
         painter.restore()
+
+    def _paint_ceiling_labels(
+        self,
+        painter: QPainter,
+        plot: QRectF,
+        rows: list[tuple[QPointF, QPointF, str, bool]],
+        small: QFont,
+        bold: QFont,
+        at: Callable[[float, float], QPointF],
+    ) -> list[QRectF]:
+        """Each ceiling's label on its line (a white veil hides the line under the text), at the
+        right end or moved left along the line, or just left of where the line leaves the slope:
+        the first place that covers no other label, point or ceiling line. (Above the line, a
+        label an octave below the next ceiling was struck through by it.)"""
+        markers = [QRectF(c.x() - 8, c.y() - 8, 16, 16) for c in (at(p.intensity, p.tflops) for p in self.points)]
+        ridge = at(self.ridge, self.peak)
+        markers.append(QRectF(ridge.x() - 7, ridge.y() - 7, 14, 14))
+        placed: list[QRectF] = []
+
+        def crossed(rect: QRectF, own: QPointF) -> bool:
+            return any(
+                start.y() != own.y() and rect.top() < start.y() < rect.bottom()
+                and rect.right() > start.x() and rect.left() < end.x()
+                for start, end, _, _ in rows
+            )
+
+        order = sorted(rows, key=lambda r: (not r[3], r[0].y()))  # the scenario's own, then from the top
+        for start, end, text, current in order:
+            font = bold if current else small
+            metrics = _metrics(painter, font)
+            width, height = metrics.horizontalAdvance(text) + 4, metrics.height()
+            rights = [end.x() - 4]
+            while rights[-1] - 12 - width >= start.x() + 4:
+                rights.append(rights[-1] - 12)
+            rights.append(start.x() - 10)
+            options = [QRectF(r - width, start.y() - height / 2, width, height) for r in rights]
+            free = [
+                r for r in options
+                if plot.contains(r) and not crossed(r, start)
+                and not any(r.intersects(o) for o in (*placed, *markers))
+            ]
+            rect = (free or options)[0]
+            painter.fillRect(rect, QColor("#ffffff"))
+            _text(
+                painter, font, rect.right() - 2, rect.center().y(), text, align="right", valign="middle",
+                colour=INK if current else MUTED,
+            )
+            placed.append(rect)
+        return placed
 
     def _legend_rows(self) -> list[str]:
         return [

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.engine.compare import CandidateResult, ScenarioComparison
 from workbench.gui import theme
+from workbench.gui.charts.axes import CompactAxis
 from workbench.gui.compare.compare_format import number, short_name, usd
 
 #: Candidates drawn at most (best-ranked first); the table holds the rest.
@@ -28,7 +29,7 @@ class _BarPlot:
     """One horizontal bar plot with a value label per bar (labels kept and reused)."""
 
     def __init__(self, view: pg.GraphicsLayoutWidget, col: int) -> None:
-        self.plot = view.addPlot(row=0, col=col)
+        self.plot = view.addPlot(row=0, col=col, axisItems={"bottom": CompactAxis("bottom")})
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setMouseEnabled(x=False, y=False)
@@ -49,7 +50,8 @@ class _BarPlot:
         top = max(self.values, default=1.0) or 1.0
         pixels = self.plot.vb.width()
         share = self._label_px / pixels if pixels > 0 else 0.3
-        self.plot.setXRange(0, top / (1 - min(share, 0.6)) * 1.02, padding=0)
+        # A narrow plot gets short bars and whole labels.
+        self.plot.setXRange(0, top / (1 - min(share, 0.8)) * 1.02, padding=0)
 
     def update(self, names: list[str], values: list[float | None], brushes: list[QColor],
                text: Callable[[float], str]) -> None:
@@ -94,13 +96,15 @@ class CompareBarChart(QWidget):
         self.speed.plot.getAxis("left").setStyle(showValues=False)
         self.speed.plot.getAxis("left").setWidth(4)
         legend = QHBoxLayout()
-        legend.addWidget(self.title, 1)
-        for colour, text in ((theme.OK_COLOUR, "recommended"), (theme.SERIES_COLOURS[0], "meets the targets"),
-                             ("#9a9a9a", "misses a target")):
-            swatch = QLabel("■", self)
-            swatch.setStyleSheet(f"color: {colour}")
-            legend.addWidget(swatch)
-            legend.addWidget(QLabel(text, self))
+        legend.addWidget(self.title, 3)
+        # One wrapping label: on a narrow tab the key breaks into lines instead of widening the tab.
+        self.key = QLabel(" ".join(
+            f"<span style='white-space:nowrap'><span style='color:{colour}'>■</span>&nbsp;{text}</span>"
+            for colour, text in ((theme.OK_COLOUR, "recommended"), (theme.SERIES_COLOURS[0], "meets the targets"),
+                                 ("#9a9a9a", "misses a target"))), self)
+        self.key.setWordWrap(True)
+        self.key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        legend.addWidget(self.key, 2)
         legend.setContentsMargins(0, 0, 6, 0)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -122,14 +126,15 @@ class CompareBarChart(QWidget):
         metric = comparison.cost_metric if comparison is not None else "usd_per_m_tokens"
         costs = [_number(r.values.get(metric)) for r in self.results]
         speeds = [_number(r.values.get("tokens_per_s")) for r in self.results]
-        if metric == "usd_per_m_tokens":
-            self.cost.plot.setTitle("Cost per million tokens (USD)")
-        else:
-            self.cost.plot.setTitle("Cost of the training run (USD)")
-        self.speed.plot.setTitle("Throughput (tokens/s)")
+        # What each plot measures is its value axis' label: a plot title sets the plot's least width,
+        # and two side by side pushed the throughput plot out of a narrow tab.
+        cost_label = "USD/M tokens" if metric == "usd_per_m_tokens" else "USD per run"
+        if self.cost.plot.getAxis("bottom").labelText != cost_label:
+            fg = theme.chart_foreground().name()
+            self.cost.plot.setLabel("bottom", cost_label, color=fg)
+            self.speed.plot.setLabel("bottom", "tokens/s", color=fg)
         self.cost.update(names, costs, brushes, usd)
         self.speed.update(names, speeds, brushes, number)
-        self._restyle_titles()
         if comparison is None:
             self.title.setText("")
             return
@@ -137,13 +142,6 @@ class CompareBarChart(QWidget):
         shown = f"the {len(self.results)} best-ranked that fit, of {total}" if len(fitting) > len(self.results) \
             else f"the {len(self.results)} of {total} that fit"
         self.title.setText(f"<b>{comparison.scenario.name}</b>: {shown}")
-
-    def _restyle_titles(self) -> None:
-        fg = theme.chart_foreground().name()
-        for bar_plot in (self.cost, self.speed):
-            title = bar_plot.plot.titleLabel
-            if title.text:
-                bar_plot.plot.setTitle(title.text, color=fg, size="9pt")
 
     def restyle(self) -> None:
         theme.style_plot(self.view, [self.cost.plot, self.speed.plot])

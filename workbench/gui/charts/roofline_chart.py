@@ -3,6 +3,12 @@
 The roof is drawn from the accelerator's datasheet figures (one ceiling per dtype it supports,
 the memory-bandwidth slope below them); the points come from the estimate's ``roofline.*``
 results. Items are created once; an update moves them and hides the unused ones.
+
+Labels (the ceilings', the ridge's, the points') are placed in pixels by
+:mod:`~workbench.gui.charts.label_layout` whenever the points or the plot's size change: none covers
+another, a line or a marker, and none leaves the plot. The peak named in the readout is the rate
+the estimate computes at (``roofline.compute_dtype``): fp8 weights with a bf16 compute precision run
+their matmuls at the bf16 rate.
 """
 
 from __future__ import annotations
@@ -10,18 +16,23 @@ from __future__ import annotations
 import math
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from workbench.core.dtypes import DType
 from workbench.core.hardware import Accelerator
 from workbench.engine.estimate import Estimate
 from workbench.gui import theme
+from workbench.gui.charts.label_layout import Segment, around_point, place
 from workbench.gui.explain_text import number
 
 PHASES = ("prefill", "decode", "training")
 MAX_CEILINGS = 10
+#: Pixels between a label and the line or marker it names.
+LABEL_GAP = 2
+#: Step of a ceiling label moving left along its line, out of another label's way.
+SLIDE_PX = 12
 
 
 def _phases(estimate: Estimate | None) -> tuple[str, ...]:
@@ -61,18 +72,20 @@ class RooflineChart(QWidget):
         self.ceilings: list[pg.PlotDataItem] = []
         self.ceiling_labels: list[pg.TextItem] = []
         self._ceiling_levels: dict[int, float] = {}  # label index -> its ceiling (TFLOPS)
+        self._ceiling_texts: dict[int, tuple[str, str]] = {}  # label index -> (full, short) text
+        self._ridge_texts: tuple[str, ...] = ()
         small = QFont()
         small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
         for _ in range(MAX_CEILINGS):
             self.ceilings.append(self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1)))
-            label = pg.TextItem("", anchor=(1, 1))
+            label = pg.TextItem("", anchor=(0, 0))
             label.setFont(small)
             label.setZValue(10)  # over the lines, under the points
             self.plot.addItem(label, ignoreBounds=True)
             self.ceiling_labels.append(label)
         self.ridge = self.plot.plot([], [], pen=None, symbol="d", symbolSize=11,
                                     symbolBrush=theme.chart_foreground(), symbolPen=None)
-        self.ridge_label = pg.TextItem("", anchor=(1, 1))
+        self.ridge_label = pg.TextItem("", anchor=(0, 0))
         self.ridge_label.setFont(small)
         self.plot.addItem(self.ridge_label, ignoreBounds=True)
         self.points: dict[str, pg.PlotDataItem] = {}
@@ -89,6 +102,8 @@ class RooflineChart(QWidget):
             label.setFont(bold)
             self.plot.addItem(label, ignoreBounds=True)
             self.point_labels[phase] = label
+        for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
+            label.textItem.document().setDocumentMargin(0)  # the veil hugs the text: labels pack closer
         self.readout = QLabel(" ", self)
         self.readout.setObjectName("roofline_readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
@@ -101,6 +116,7 @@ class RooflineChart(QWidget):
         self.bandwidth = 0.0  # GB/s
         self.peak = 0.0  # TFLOPS of the scenario's dtype
         self.dtype_name = ""
+        self.weights_note = ""  # weights stored in another format than the matmuls run at
         self.point_data: dict[str, tuple[float, float]] = {}
         self.ridge_point: float | None = None
         self._last: tuple[Estimate | None, Accelerator | None, DType | None] | None = None
@@ -118,6 +134,7 @@ class RooflineChart(QWidget):
     def update_estimate(self, estimate: Estimate | None, accelerator: Accelerator | None = None,
                         dtype: DType | None = None) -> None:
         self._last = (estimate, accelerator, dtype)
+        explicit = dtype is not None
         if estimate is not None:
             accelerator = accelerator or estimate.resolved.cluster.accelerator
             scenario = estimate.resolved.scenario
@@ -136,6 +153,16 @@ class RooflineChart(QWidget):
             peak = max(accelerator.dense_tflops.values())
         self.bandwidth, self.peak = bandwidth, peak
         self.dtype_name = dtype.value if dtype is not None else ""
+        # The estimate names the dtype whose rate its peak is: fp8 weights under a bf16 compute
+        # precision run their matmuls at the bf16 rate, not at the fp8 one.
+        rate = estimate.get("roofline.compute_dtype") if estimate is not None and not explicit else None
+        if isinstance(rate, str) and rate:
+            self.dtype_name = rate
+        self.weights_note = ""
+        if estimate is not None:
+            weights = estimate.resolved.scenario.weight_format
+            if weights.value != self.dtype_name and weights.compute_dtype.value != self.dtype_name:
+                self.weights_note = f" ({weights.value} weights, matmuls at the {self.dtype_name} rate)"
         ridge = number(estimate, "roofline.ridge_point") or peak * 1000.0 / bandwidth
         self.ridge_point = ridge
         points = self._points(estimate)
@@ -179,20 +206,21 @@ class RooflineChart(QWidget):
             item.setData([tflops * 1000.0 / bandwidth, x_hi], [tflops, tflops])
             item.setPen(pg.mkPen(fg if current else faint, width=2.5 if current else 1,
                                  style=Qt.PenStyle.SolidLine if current else Qt.PenStyle.DashLine))
-            label.setText(f"{' / '.join(names)}  {_fmt(tflops)}")
+            self._ceiling_texts[i] = (f"{' / '.join(names)}  {_fmt(tflops)}", f"{names[0]} {_fmt(tflops)}")
+            label.setText(self._ceiling_texts[i][0])
             label.setColor(fg if current else faint)
             self._ceiling_levels[i] = tflops  # placed by _keep_ceiling_labels_clear, with the points
         self.slope.setData([x_lo, max(peaks) * 1000.0 / bandwidth], [x_lo * bandwidth / 1000.0, max(peaks)])
         self.slope.setPen(pg.mkPen(fg, width=2))
         self.ridge.setData([ridge], [peak])
-        self.ridge_label.setText(f"ridge {_fmt(ridge)} FLOP/byte")
+        self._ridge_texts = (f"ridge {_fmt(ridge)} FLOP/byte", f"ridge {_fmt(ridge)}")
+        self.ridge_label.setText(self._ridge_texts[0])
         self.ridge_label.setVisible(True)
         self.ridge_label.setColor(fg)
-        self.ridge_label.setPos(math.log10(ridge) - 0.08, math.log10(peak) + 0.04)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
         self.plot.setYRange(math.log10(y_range[0]), math.log10(y_range[1]), padding=0)
         self.plot.setTitle(f"Roofline: {accelerator.name}", color=fg.name(), size="9pt")
-        self.roof_text = f"{_fmt(peak)} TFLOPS {self.dtype_name} peak, {_fmt(bandwidth)} GB/s"
+        self.roof_text = f"{_fmt(peak)} TFLOPS {self.dtype_name} peak{self.weights_note}, {_fmt(bandwidth)} GB/s"
 
     def _draw_points(self, estimate: Estimate | None, x_lo: float, x_hi: float) -> None:
         self.point_data = {}
@@ -214,46 +242,106 @@ class RooflineChart(QWidget):
             label.setText(phase)
             label.setVisible(True)
             self.bounds[phase] = bound if isinstance(bound, str) else ""
-            # Left of the point, where the roof leaves room: above a memory-bound point (over the
-            # slope), below a compute-bound one (under its ceiling). Too near the left edge for the
-            # text: right of the point, below the slope.
-            lx, ly = math.log10(ai), math.log10(attainable)
-            if lx - math.log10(x_lo) < self._text_width(label) + 0.1:
-                label.setAnchor((0, 0))
-                label.setPos(lx + 0.08, ly - 0.06)
-            elif bound == "memory":
-                label.setAnchor((1, 1))
-                label.setPos(lx - 0.06, ly + 0.04)
-            else:
-                label.setAnchor((1, 0))
-                label.setPos(lx - 0.06, ly - 0.04)
-        self._keep_ceiling_labels_clear(x_hi)
+        self._place_labels()
         self.readout.setText(self.summary_text())
 
-    def _keep_ceiling_labels_clear(self, x_hi: float) -> None:
-        """A ceiling's label sits above the right end of its line. A compute-bound point on that
-        ceiling, under the label, would hide it: the label then starts just right of the point, or,
-        with no room there, rises by the point's radius (the point's own label is below the line)."""
-        right = math.log10(x_hi) - 0.05
-        gap = 0.12  # decades between the point's centre and the text
-        y_per_pixel = self.plot.getViewBox().viewPixelSize()[1]
-        lift = 8 * y_per_pixel if y_per_pixel and not math.isinf(y_per_pixel) else 0.1
-        for i, label in enumerate(self.ceiling_labels):
-            level = self._ceiling_levels.get(i)
-            if level is None or not label.toPlainText():
-                continue
-            width = self._text_width(label)
-            on_it = [math.log10(ai) for ai, attainable in self.point_data.values()
-                     if abs(attainable / level - 1) < 0.02 and right - width - gap <= math.log10(ai)]
-            if not on_it:
-                label.setAnchor((1, 1))
-                label.setPos(right, math.log10(level))
-            elif right - (max(on_it) + gap) >= width:
-                label.setAnchor((0, 1))
-                label.setPos(max(on_it) + gap, math.log10(level))
-            else:
-                label.setAnchor((1, 1))
-                label.setPos(right, math.log10(level) + lift)
+    def _place_labels(self) -> None:
+        """Put every visible label where it covers no other label, line or marker (in pixels)."""
+        view = self.plot.getViewBox()
+        if self._roof is None or view.width() < 40 or view.height() < 40:
+            return  # not laid out yet: placed again when the view gets its size
+        x_lo, x_hi = self._roof[5], self._roof[6]  # type: ignore[misc]
+
+        def at(x: float, y: float) -> QPointF:
+            return view.mapFromView(QPointF(math.log10(x), math.log10(y)))
+
+        area = QRectF(0, 0, view.width(), view.height()).adjusted(2, 2, -2, -2)
+        obstacles: list[QRectF | Segment] = []
+        for ai, attainable in self.point_data.values():
+            p = at(ai, attainable)
+            obstacles.append(QRectF(p.x() - 9, p.y() - 9, 18, 18))  # the 13 px marker and its rim
+        ridge = at(self.ridge_point, self.peak) if self.ridge_point else None
+        if ridge is not None:
+            obstacles.append(QRectF(ridge.x() - 7, ridge.y() - 7, 14, 14))
+        levels = sorted(self._ceiling_levels.items(), key=lambda item: item[1])
+        lines: dict[int, tuple[QPointF, QPointF]] = {}
+        line_index: dict[int, int] = {}  # ceiling label -> its line among the obstacles
+        for i, level in levels:
+            lines[i] = (at(level * 1000.0 / self.bandwidth, level), at(x_hi, level))
+            line_index[i] = len(obstacles)
+            obstacles.append(Segment(*lines[i]))
+        if levels:
+            top = levels[-1][1]
+            slope = Segment(at(x_lo, x_lo * self.bandwidth / 1000.0), at(top * 1000.0 / self.bandwidth, top))
+            obstacles.append(slope)
+
+        labels: list[pg.TextItem] = []
+        candidates: list[list[QRectF]] = []
+        texts: list[list[str]] = []  # the text each candidate shows
+        own: list[list[int]] = []
+        for phase in self.point_data:
+            label = self.point_labels[phase]
+            size = label.textItem.boundingRect().size()
+            p = at(*self.point_data[phase])
+            labels.append(label)
+            candidates.append(around_point(p.x(), p.y(), size.width(), size.height(), 11))
+            texts.append([phase] * len(candidates[-1]))
+            own.append([])
+        # A ceiling's label sits on its line, near the right end (its veil hides the line under the
+        # text), moved left along the line while it would cover a point or another label, then
+        # above or below the line; where the full text does not fit, the short one ("bf16 989"
+        # for "bf16 / fp16  989"). The scenario's own ceiling first, then from the top.
+        current = [i for i, _ in levels if self.dtype_name in self._ceiling_texts[i][0].split()]
+        metrics = QFontMetricsF(self.ceiling_labels[0].textItem.font())
+        for i in current + [i for i, _ in reversed(levels) if i not in current]:
+            label = self.ceiling_labels[i]
+            start, end = lines[i]
+            options: list[QRectF] = []
+            shown: list[str] = []
+            for text in self._ceiling_texts[i]:
+                w, h = metrics.horizontalAdvance(text) + 2, metrics.height() + 1
+                rights = [end.x() - 4]
+                while rights[-1] - SLIDE_PX - w >= start.x() + 4:
+                    rights.append(rights[-1] - SLIDE_PX)
+                options += [QRectF(r - w, end.y() - h / 2, w, h) for r in rights]
+                # Just left of where the line leaves the slope, at its height: clear of the slope.
+                options.append(QRectF(start.x() - 12 - w, end.y() - h / 2, w, h))
+                options += [QRectF(rights[0] - w, end.y() - LABEL_GAP - h, w, h),
+                            QRectF(rights[0] - w, end.y() + LABEL_GAP, w, h)]
+                shown += [text] * (len(options) - len(shown))
+            labels.append(label)
+            candidates.append(options)
+            texts.append(shown)
+            own.append([line_index[i]])
+        if ridge is not None and self._ridge_texts:
+            options, shown = [], []
+            for text in self._ridge_texts:  # "ridge 295 FLOP/byte", then "ridge 295" where crowded
+                w, h = metrics.horizontalAdvance(text) + 2, metrics.height() + 1
+                for k in range(4):
+                    options += [
+                        QRectF(ridge.x() - 8 - w, ridge.y() - 4 - h - k * h, w, h),  # above the slope, left
+                        QRectF(ridge.x() + 8, ridge.y() + 4 + k * h, w, h),  # under the ceiling, right
+                    ]
+                options.append(QRectF(ridge.x() - w / 2, ridge.y() - 10 - h, w, h))
+                shown += [text] * (len(options) - len(shown))
+            labels.append(self.ridge_label)
+            candidates.append(options)
+            texts.append(shown)
+            own.append([])
+        for n, (label, chosen) in enumerate(zip(labels, place(area, candidates, obstacles, own))):
+            if label.toPlainText() != texts[n][chosen]:
+                label.setText(texts[n][chosen])
+            label.setAnchor((0, 0))
+            label.setPos(view.mapToView(candidates[n][chosen].topLeft()))
+
+    def label_rects(self) -> dict[str, QRectF]:
+        """Each visible label's rectangle in the view box's pixels (what the placement avoids)."""
+        view = self.plot.getViewBox()
+        out = {}
+        for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
+            if label.isVisible() and label.toPlainText():
+                out[label.toPlainText()] = view.mapFromScene(label.sceneBoundingRect()).boundingRect()
+        return out
 
     def summary_text(self) -> str:
         """The roof and where each phase sits on it (shown while the mouse is elsewhere)."""
@@ -263,13 +351,6 @@ class RooflineChart(QWidget):
             parts.append(f"{phase}: {_fmt(ai)} FLOP/byte, {_fmt(attainable)} TFLOPS"
                          + (f", {bound}-bound" if bound else ""))
         return " · ".join(parts)
-
-    def _text_width(self, label: pg.TextItem) -> float:
-        """Width of ``label`` in decades of the x axis (as the view is sized now)."""
-        per_pixel = self.plot.getViewBox().viewPixelSize()[0]
-        if not per_pixel or per_pixel <= 0 or math.isinf(per_pixel):
-            per_pixel = (math.log10(self._roof[6]) - math.log10(self._roof[5])) / 300 if self._roof else 0.02
-        return label.textItem.boundingRect().width() * per_pixel
 
     def _on_resized(self) -> None:
         if self._last is not None and self._roof is not None:
@@ -293,6 +374,7 @@ class RooflineChart(QWidget):
             label.setText("")
             label.setVisible(False)
         self._ceiling_levels.clear()
+        self._ridge_texts = ()
         self.point_data = {}
 
     # --- hover --------------------------------------------------------------------------------
@@ -326,8 +408,11 @@ class RooflineChart(QWidget):
         theme.style_plot(self.plot_widget, [self.plot])
         # Labels sit on a veil of the background so a line running under them stays readable.
         veil = QColor(theme.chart_background())
+        for label in self.ceiling_labels:  # on their own line: hide it under the text
+            label.fill = pg.mkBrush(veil)
+            label.update()
         veil.setAlpha(210)
-        for label in (*self.point_labels.values(), self.ridge_label, *self.ceiling_labels):
+        for label in (*self.point_labels.values(), self.ridge_label):
             label.fill = pg.mkBrush(veil)
             label.update()
         self.ridge.setSymbolBrush(theme.chart_foreground())

@@ -4,18 +4,25 @@ the assumption at its low end, the orange half at its high end; the line is the 
 
 The two bar items and the base line are created once; an update moves them (setOpts). Value
 labels are kept and reused.
+
+Every factor label must be readable at any window size: a label wider than the room the chart
+gives it is wrapped at word breaks (the range kept whole) on up to three lines, the last one elided
+if even that is too little (the full text is the chart's tooltip), and the chart draws only as many
+bars as its height gives those lines; the rest are named under it. (pyqtgraph silently drops an axis label wider than the
+axis, which left one factor of six labelled beside the side panels.)
 """
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QResizeEvent
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from workbench.engine.compare import format_seconds
 from workbench.engine.sensitivity import Bar, Sensitivity
 from workbench.gui import theme
+from workbench.gui.charts.axes import CompactAxis
 from workbench.gui.compare.compare_format import number, usd
 
 LOW_COLOUR = theme.SERIES_COLOURS[0]
@@ -23,6 +30,14 @@ HIGH_COLOUR = theme.SERIES_COLOURS[1]
 BAR_HEIGHT = 0.62
 #: Bars drawn at most; swings of zero are left out (listed under the chart).
 MAX_BARS = 16
+#: The factor labels take at most this share of the chart's width.
+LABEL_SHARE = 0.42
+#: ... but never less than this many pixels (a narrower chart elides more).
+MIN_LABEL_PX = 150
+#: Pixels between two rows' labels.
+ROW_GAP_PX = 4
+#: Bars drawn at least, however low the chart (the minimum height gives them room).
+MIN_BARS = 3
 
 
 def short_value(value: float, unit: str) -> str:
@@ -55,11 +70,31 @@ def factor_range(bar: Bar) -> str:
     return f"{low} – {factor_value(factor.high, factor.unit)}"
 
 
+#: Lines a factor label may take.
+MAX_LABEL_LINES = 3
+
+
+def fit_label(title: str, detail: str, metrics: QFontMetrics, room: int) -> str:
+    """``title (detail)`` wrapped at spaces to lines of at most ``room`` pixels (``detail``, the
+    range, is never split), at most :data:`MAX_LABEL_LINES` of them, the last elided if needed."""
+    words = [*title.split(), f"({detail})".replace(" ", "\u00a0")]
+    lines: list[str] = []
+    for word in words:
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= room - 4:  # elidedText is stricter
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    if len(lines) > MAX_LABEL_LINES:
+        lines = [*lines[:MAX_LABEL_LINES - 1], " ".join(lines[MAX_LABEL_LINES - 1:])]
+    elide = Qt.TextElideMode.ElideRight
+    return "\n".join(metrics.elidedText(line, elide, room) for line in lines).replace("\u00a0", " ")
+
+
 class TornadoChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("tornado_chart")
-        self.plot_widget = pg.PlotWidget(self)
+        self.plot_widget = pg.PlotWidget(self, axisItems={"bottom": CompactAxis("bottom")})
         self.plot_widget.setMinimumSize(360, 260)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
@@ -84,7 +119,8 @@ class TornadoChart(QWidget):
         self.plot.addItem(self.message, ignoreBounds=True)
         self.value_labels: list[pg.TextItem] = []
         self._extent = (0.0, 1.0, 0)
-        self.plot.vb.sigResized.connect(lambda *_: self._fit_range())
+        self.plot.vb.sigResized.connect(self._on_view_resized)
+        self._layout_key: tuple[int, int] = (0, 0)  # (label room, rows) the labels were laid out for
 
         legend = QHBoxLayout()
         self.title = QLabel("", self)
@@ -101,11 +137,17 @@ class TornadoChart(QWidget):
         layout.setSpacing(2)
         layout.addLayout(legend)
         layout.addWidget(self.plot_widget, 1)
+        self.more = QLabel("", self)
+        self.more.setObjectName("tornado_more")
+        self.more.setWordWrap(True)
+        self.more.setVisible(False)
+        layout.addWidget(self.more)
 
         self.sensitivity: Sensitivity | None = None
         self.bars: list[Bar] = []  # the bars drawn, top first
         self.changing: set[str] = set()
         self._tick_labels: list[str] = []
+        self._shown_labels: list[str] = []
         self.restyle()
 
     # --- update -------------------------------------------------------------------------------
@@ -115,8 +157,18 @@ class TornadoChart(QWidget):
         the recommendation (marked ⚠)."""
         self.sensitivity = sens
         self.changing = set(changing or ())
-        bars = [b for b in sens.bars if b.swing > 0][:MAX_BARS] if sens is not None else []
+        moving = [b for b in sens.bars if b.swing > 0] if sens is not None else []
+        room = self._label_room()
+        labels = self._fitted_labels(moving, room)
+        rows = self._rows_that_fit(max((t.count("\n") + 1 for t in labels), default=1))
+        self._layout_key = (room, rows)
+        bars = moving[:min(MAX_BARS, rows)]
         self.bars = bars
+        left_out = moving[len(bars):]
+        self.more.setText(f"{len(left_out)} smaller swing{'s' if len(left_out) > 1 else ''} not drawn "
+                          f"(a taller chart shows more): {', '.join(b.factor.title for b in left_out)}."
+                          if left_out else "")
+        self.more.setVisible(bool(left_out))
         base = sens.base if sens is not None and sens.base is not None else 0.0
         unit = sens.unit if sens is not None else ""
         low_x0, low_w, high_x0, high_w, ys_low, ys_high = [], [], [], [], [], []
@@ -134,7 +186,9 @@ class TornadoChart(QWidget):
         self.high_bars.setOpts(x0=high_x0, y=ys_high, width=high_w, height=BAR_HEIGHT)
         self._tick_labels = [("⚠ " if b.factor.id in self.changing else "") + f"{b.factor.title} ({factor_range(b)})"
                              for b in bars]
-        self.plot.getAxis("left").setTicks([list(enumerate(self._tick_labels))])
+        self._shown_labels = labels[:len(bars)]
+        self.plot.getAxis("left").setTicks([list(enumerate(self._shown_labels))])
+        self.plot_widget.setToolTip("\n".join(self._tick_labels))
         values = [base] + [v for v, _, _ in ends]
         lo, hi = min(values), max(values)
         span = (hi - lo) or abs(base) * 0.1 or 1.0
@@ -172,6 +226,39 @@ class TornadoChart(QWidget):
             self.title.setText(f"<b>{sens.metric_title}</b> of “{sens.scenario}”, each assumption swung alone")
         self._fit_axis()
 
+    def _label_room(self) -> int:
+        """Pixels a factor label may take."""
+        return max(MIN_LABEL_PX, int(self.width() * LABEL_SHARE))
+
+    def _fitted_labels(self, bars: list[Bar], room: int) -> list[str]:
+        """The labels of (at most :data:`MAX_BARS` of) ``bars`` as drawn in ``room`` pixels."""
+        metrics = QFontMetrics(self._tick_font)
+        return [fit_label(("⚠ " if b.factor.id in self.changing else "") + b.factor.title, factor_range(b),
+                          metrics, room) for b in bars[:MAX_BARS]]
+
+    def _rows_that_fit(self, lines: int) -> int:
+        """Bars the plot's height gives ``lines`` lines of label each, with a gap (the y range is
+        rows + 0.7)."""
+        height = self.plot.vb.height()
+        if height <= 0:
+            return MAX_BARS
+        row = lines * QFontMetrics(self._tick_font).height() + ROW_GAP_PX
+        return max(MIN_BARS, int(height / row - 0.7))
+
+    def _needs_layout(self) -> bool:
+        """The chart's size asks for other labels or another number of bars than drawn."""
+        if self.sensitivity is None:
+            return False
+        room = self._label_room()
+        moving = [b for b in self.sensitivity.bars if b.swing > 0]
+        lines = max((t.count("\n") + 1 for t in self._fitted_labels(moving, room)), default=1)
+        return (room, self._rows_that_fit(lines)) != self._layout_key
+
+    def _on_view_resized(self) -> None:
+        self._fit_range()
+        if self._needs_layout():
+            self.update_sensitivity(self.sensitivity, self.changing)
+
     def _fit_range(self) -> tuple[float, float]:
         """The x range that leaves room for the value labels at both ends, at the plot's width."""
         lo, hi, label_px = self._extent
@@ -199,26 +286,37 @@ class TornadoChart(QWidget):
 
     @property
     def tick_labels(self) -> list[str]:
+        """Each drawn bar's full label (the axis shows it broken or elided to fit)."""
         return list(self._tick_labels)
+
+    @property
+    def shown_labels(self) -> list[str]:
+        """The labels as the axis draws them (wrapped, elided, where the room asks for it)."""
+        return list(self._shown_labels)
 
     # --- look ---------------------------------------------------------------------------------
 
     def _fit_axis(self) -> None:
-        """Room for the longest assumption label, at most half the chart."""
+        """Room for the widest line of the labels as drawn (each already fits the label room)."""
         metrics = QFontMetrics(self._tick_font)
-        widest = max((metrics.horizontalAdvance(t) for t in self._tick_labels), default=40)
-        self.plot.getAxis("left").setWidth(min(widest + 14, max(120, int(self.width() * 0.5))))
+        widest = max((metrics.horizontalAdvance(line) for t in self._shown_labels for line in t.split("\n")),
+                     default=40)
+        self.plot.getAxis("left").setWidth(widest + 14)
 
     def restyle(self) -> None:
         theme.style_plot(self.plot_widget, [self.plot])
         self._tick_font = QFont()
         self.plot.getAxis("left").setStyle(tickFont=self._tick_font)
+        veil = QColor(theme.chart_background())  # the base line runs under its label: keep the text clear
+        self.base_label.fill = pg.mkBrush(veil)
+        self.base_label.setZValue(11)
         if self.sensitivity is not None:
             self.update_sensitivity(self.sensitivity, self.changing)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        self._fit_axis()
+        if self._needs_layout():
+            self.update_sensitivity(self.sensitivity, self.changing)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.PaletteChange:

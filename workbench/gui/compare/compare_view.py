@@ -124,6 +124,7 @@ class CompareView(QWidget):
         self.banner.setContentsMargins(8, 6, 8, 6)
         self.status = QLabel("", self)
         self.status.setObjectName("compare_status")
+        self.status.setWordWrap(True)  # one long line must not widen the tab past a laptop screen
         self.table_model = ComparisonTableModel(self)
         self.proxy = ComparisonSortProxy(self)
         self.proxy.setSourceModel(self.table_model)

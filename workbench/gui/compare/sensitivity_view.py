@@ -7,6 +7,11 @@ candidates, scenarios and targets and the recommendation of each swung compariso
 with the unswung one (as :func:`~workbench.engine.sensitivity.comparison_tornado` does, checking
 between comparisons whether a newer request superseded the job). When that check would take long
 (many candidates on a training scenario) it waits for a click instead.
+
+The metric picker chooses which headline number the bars swing: any of
+:data:`~workbench.engine.sensitivity.HEADLINES` the scenario has a value for. The choice is a
+preference (kept in the settings like the sweep chart's axis, :meth:`set_preferred_metric`); a
+scenario without that number (a time to train when serving) shows its natural headline instead.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
@@ -106,6 +113,8 @@ class SensitivityView(QWidget):
     sensitivity_shown = Signal(int)
     #: The recommendation check of the newest request finished, or was left for a click (generation).
     check_finished = Signal(int)
+    #: The user picked the metric to swing (a HEADLINES key): a preference to remember.
+    metric_chosen = Signal(str)
 
     def __init__(self, controller: ProjectController, catalogs: Catalogs, engine_source: Callable[[], Engine],
                  setup: CompareSetup, parent: QWidget | None = None) -> None:
@@ -127,7 +136,21 @@ class SensitivityView(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
         self._timer.timeout.connect(self._run)
+        #: The headline key the user picked ("" : the scenario's natural headline).
+        self.preferred_metric = ""
 
+        self.metric_combo = QComboBox(self)
+        self.metric_combo.setObjectName("sensitivity_metric")
+        self.metric_combo.setToolTip("The headline number the bars swing (the ones this scenario has)")
+        self.metric_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.metric_combo.activated.connect(self._on_metric_picked)
+        picker = QHBoxLayout()
+        picker.setContentsMargins(0, 0, 0, 0)
+        metric_label = QLabel("&Metric:", self)
+        metric_label.setBuddy(self.metric_combo)
+        picker.addWidget(metric_label)
+        picker.addWidget(self.metric_combo)
+        picker.addStretch(1)
         self.header = QLabel("", self)
         self.header.setObjectName("sensitivity_header")
         self.header.setWordWrap(True)
@@ -167,6 +190,7 @@ class SensitivityView(QWidget):
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(picker)
         layout.addWidget(self.header)
         layout.addWidget(splitter, 1)
 
@@ -191,6 +215,44 @@ class SensitivityView(QWidget):
     def check_now(self) -> int:
         return self.refresh(force_check=True)
 
+    def set_preferred_metric(self, key: str) -> None:
+        """Swing ``key`` (a HEADLINES key; "" for the natural headline) from the next run on."""
+        if key and key not in _HEADLINE_KEYS:
+            key = ""  # a key from an older version's settings: nothing to swing
+        if key != self.preferred_metric:
+            self.preferred_metric = key
+            self._shown_inputs = None
+            self.schedule()
+
+    def pick_metric(self, key: str) -> int:
+        """Choose the metric as the user does; returns the job's generation (0: no scenario)."""
+        self.preferred_metric = key
+        self.metric_chosen.emit(key)
+        return self.refresh()
+
+    def _on_metric_picked(self, index: int) -> None:
+        key = self.metric_combo.itemData(index)
+        if key and key != self.shown_metric():
+            self.pick_metric(key)
+
+    def shown_metric(self) -> str:
+        """The key of the metric the chart shows ("" before the first tornado)."""
+        sens = self.chart.sensitivity
+        return sens.metric if sens is not None else ""
+
+    def _fill_metrics(self, sens: S.Sensitivity) -> None:
+        """The picker offers the headline figures this scenario has, the one shown selected."""
+        self.metric_combo.blockSignals(True)
+        self.metric_combo.clear()
+        for span in sens.spans:
+            self.metric_combo.addItem(span.title, span.key)
+        index = self.metric_combo.findData(sens.metric)
+        if index < 0:
+            self.metric_combo.addItem(sens.metric_title, sens.metric)
+            index = self.metric_combo.count() - 1
+        self.metric_combo.setCurrentIndex(index)
+        self.metric_combo.blockSignals(False)
+
     def _run(self, always: bool = False) -> int:
         self._dirty = False
         scenario = self.controller.scenario
@@ -203,13 +265,13 @@ class SensitivityView(QWidget):
         if not always and self._same_inputs(inputs):
             return 0  # an edit elsewhere in the project: nothing here changed
         self._shown_inputs = inputs
-        catalogs, source = self.catalogs, self.engine_source
+        catalogs, source, metric = self.catalogs, self.engine_source, self.preferred_metric
         self.check_button.setVisible(False)
         self.notes.setText("Estimating the swings…")
 
         def job(stale: Stale, report: Report) -> SensitivityOutcome | None:
             return _sensitivity(source(), catalogs, project, scenario, scenarios, candidates, targets, force,
-                                stale, report)
+                                stale, report, metric)
 
         return self.runner.submit(job)
 
@@ -261,6 +323,7 @@ class SensitivityView(QWidget):
     # --- showing ------------------------------------------------------------------------------
 
     def _show_sensitivity(self, sens: S.Sensitivity, changing: set[str]) -> None:
+        self._fill_metrics(sens)
         base = with_unit(sens.base, sens.unit) if sens.base is not None else "n/a"
         self.header.setText(f"How much each assumption moves <b>{escape(sens.metric_title)}</b> of "
                             f"“{escape(sens.scenario)}” (as set, likely <b>{escape(base)}</b>), each swung alone "
@@ -328,11 +391,24 @@ def factor_range_end(change: Change) -> str:
     return factor_value(change.at, change.factor.unit)
 
 
+_HEADLINE_KEYS = frozenset(key for key, _, _ in S.HEADLINES)
+
+
+def _metric_for(engine: Engine, resolved: ResolvedScenario, preferred: str) -> str | None:
+    """``preferred`` when the scenario has a number for it, else None (its natural headline)."""
+    if not preferred:
+        return None
+    value = engine.run(resolved).get(preferred)
+    return preferred if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _sensitivity(engine: Engine, catalogs: Catalogs, project: Project, scenario: Scenario,
                  scenarios: Sequence[Scenario], candidates: Sequence[Candidate], targets: Targets, force: bool,
-                 stale: Stale, report: Report) -> SensitivityOutcome | None:
-    """The worker job: the tornado (reported at once), then the recommendation check."""
-    sens = S.tornado(engine, catalogs.resolve(scenario, project))
+                 stale: Stale, report: Report, metric: str = "") -> SensitivityOutcome | None:
+    """The worker job: the tornado of ``metric`` (or the natural headline; reported at once), then
+    the recommendation check."""
+    resolved = catalogs.resolve(scenario, project)
+    sens = S.tornado(engine, resolved, _metric_for(engine, resolved, metric))
     report(sens)
     outcome = SensitivityOutcome(sens)
     if not candidates or not scenarios:

@@ -1,4 +1,10 @@
-"""Sortable, filterable table of accelerators; each figure's source is its tooltip."""
+"""Sortable, filterable table of accelerators; each figure's source is its tooltip.
+
+Memory is shown with its unit in the cell ("141 GiB", binary as the README's Units section says):
+in a narrow side panel the header scrolls out of sight while the cell stays. The product name column
+gives up width (elided, the full name is the tooltip) so that name, vendor and memory fit the
+panel.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,9 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
+    QObject,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
@@ -22,12 +30,20 @@ from workbench.core.hardware import Accelerator, Vendor
 _Index = QModelIndex | QPersistentModelIndex
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 VENDOR_ROLE = Qt.ItemDataRole.UserRole + 2
+MEMORY_COLUMN = 2
+#: The product name column's width: at most (long names are elided) and at least.
+NAME_MAX_PX, NAME_MIN_PX = 210, 110
+
+
+def memory_text(gib: float) -> str:
+    """``141 GiB``, ``95.5 GiB``."""
+    return f"{gib:,.0f} GiB" if float(gib).is_integer() else f"{gib:,.1f} GiB"
 
 # (header, provenance key, getter, unit shown in the header tooltip)
 _COLUMNS: list[tuple[str, str | None, Any, str]] = [
     ("Accelerator", None, lambda a: a.name + (" (custom)" if a.custom else ""), "Product name"),
     ("Vendor", None, lambda a: a.vendor.value, "Manufacturer"),
-    ("Memory (GiB)", "memory_gib", lambda a: a.memory_gib, "Device memory, GiB (2^30 bytes)"),
+    ("Memory", "memory_gib", lambda a: a.memory_gib, "Device memory, GiB (2^30 bytes)"),
     ("Type", "memory_type", lambda a: a.memory_type, "Memory technology"),
     ("Bandwidth (GB/s)", "memory_bandwidth_gbps", lambda a: a.memory_bandwidth_gbps, "Peak memory bandwidth, GB/s (1e9 B/s)"),
     ("BF16 TFLOPS", "dense_tflops.bf16", lambda a: a.dense_tflops.get(DType.BF16), "Dense BF16 Tensor peak, TFLOPS"),
@@ -78,6 +94,8 @@ class AcceleratorTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             if value is None:
                 return ""
+            if index.column() == MEMORY_COLUMN:
+                return memory_text(value)
             if isinstance(value, float):
                 return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
             return str(value)
@@ -167,8 +185,10 @@ class AcceleratorTable(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         self.view.resizeColumnsToContents()
+        self._name_width = self.view.columnWidth(0)  # what the longest name needs
         # Long product names are elided (the full name is the tooltip) so the figures stay in view.
-        self.view.setColumnWidth(0, min(self.view.columnWidth(0), 210))
+        self.view.setColumnWidth(0, min(self._name_width, NAME_MAX_PX))
+        self.view.viewport().installEventFilter(self)
         self.view.selectionModel().currentRowChanged.connect(self._on_current_changed)
         self._syncing = False
         self.selected_id = ""
@@ -180,6 +200,17 @@ class AcceleratorTable(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(filters)
         layout.addWidget(self.view)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_name_column()
+        return False
+
+    def _fit_name_column(self) -> None:
+        """Narrow the name column so vendor and memory stay in the panel's view."""
+        others = sum(self.view.columnWidth(c) for c in range(1, MEMORY_COLUMN + 1))
+        room = self.view.viewport().width() - others
+        self.view.setColumnWidth(0, max(NAME_MIN_PX, min(self._name_width, NAME_MAX_PX, room)))
 
     def set_accelerators(self, accelerators: Sequence[Accelerator]) -> None:
         if list(accelerators) == self.model._rows:
