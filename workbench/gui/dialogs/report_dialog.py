@@ -1,13 +1,19 @@
 """File → Export Report…: choose scenarios and sections, a file, and write the PDF off the GUI thread.
 
-The estimates, layout and painting run on a QThreadPool worker (:func:`workbench.report.pdf.
-export_report`); progress comes back as a queued signal, and Cancel stops the job at its next
-step (the half-written file is removed: the writer renames into place only when it is done).
+The estimates run on a QThreadPool worker (:func:`workbench.report.document.collect`: plain
+Python, no Qt objects); progress comes back as a queued signal, and Cancel stops the job at its
+next step. The PDF itself (:func:`workbench.report.pdf.write_pdf`) is laid out and painted back on
+the GUI thread: its QTextDocuments and the Python object painter are QObjects, and building them
+on a worker while the GUI thread destroys a Python-subclassed widget can deadlock (the worker holds
+the interpreter lock and waits for Qt's connection mutex; the GUI thread holds that mutex and waits
+for the interpreter lock in the widget's destructor). Writing takes a fraction of the estimates'
+time (a 47-page report: about 0.3 s). The writer renames into place only when the file is whole.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,7 +43,7 @@ from PySide6.QtWidgets import (
 from workbench.core.errors import WorkbenchError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
-from workbench.report.document import PAGE_SIZES, ReportCancelled, ReportRequest
+from workbench.report.document import PAGE_SIZES, ReportCancelled, ReportRequest, collect
 from workbench.report.sections import available_sections
 
 EngineSource = Engine | Callable[[], Engine] | None
@@ -45,13 +51,13 @@ EngineSource = Engine | Callable[[], Engine] | None
 
 class _Signals(QObject):
     progress = Signal(int, int, str)
-    finished = Signal(object)
+    collected = Signal(object)
     failed = Signal(str)
     cancelled = Signal()
 
 
 class _ReportJob(QRunnable):
-    """Writes one report on a pool thread; talks back only through queued signals."""
+    """Runs one report's estimates on a pool thread; talks back only through queued signals."""
 
     def __init__(
         self,
@@ -71,15 +77,13 @@ class _ReportJob(QRunnable):
         )
 
     def run(self) -> None:
-        from workbench.report.pdf import export_report
-
         def progress(done: int, total: int, message: str) -> None:
             if self.cancel.is_set():
                 raise ReportCancelled
             self.signals.progress.emit(done, total, message)
 
         try:
-            result = export_report(self.request, self.path, self.engine, progress)
+            data = collect(self.request, self.engine, progress, known_sections=[s.id for s in available_sections()])
         except ReportCancelled:
             self.signals.cancelled.emit()
         except WorkbenchError as exc:
@@ -87,7 +91,7 @@ class _ReportJob(QRunnable):
         except Exception as exc:  # noqa: BLE001 - shown in the dialog, never lost on a pool thread
             self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
         else:
-            self.signals.finished.emit(result)
+            self.signals.collected.emit((data, time.perf_counter()))
 
 
 class ReportDialog(QDialog):
@@ -116,6 +120,8 @@ class ReportDialog(QDialog):
         self._running = False
         self.result: Any = None
         self.last_error = ""
+        self._path = Path()
+        self._started = 0.0
 
         self.scenario_list = QListWidget(self)
         self.scenario_list.setObjectName("report_scenarios")
@@ -293,12 +299,32 @@ class ReportDialog(QDialog):
         self._update_state()
         signals = _Signals(self)
         signals.progress.connect(self._on_progress)
-        signals.finished.connect(self._on_finished)
+        signals.collected.connect(self._on_collected)
         signals.failed.connect(self._on_failed)
         signals.cancelled.connect(self._on_cancelled)
         self._signals = signals
+        self._path = path
+        self._started = time.perf_counter()
         self.pool.start(_ReportJob(request, path, self.engine, signals, self._cancel))
         return True
+
+    def _on_collected(self, collected: tuple[Any, float]) -> None:
+        """The estimates are in: lay out and write the PDF here, on the GUI thread (see the module
+        docstring for why not on the worker)."""
+        from workbench.report.pdf import ReportResult, write_pdf
+
+        data, _ = collected
+        if self._cancel.is_set():
+            self._on_cancelled()
+            return
+        try:
+            pages = write_pdf(data, self._path, self._on_progress)
+        except WorkbenchError as exc:
+            self._on_failed(str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown in the dialog, never lost
+            self._on_failed(f"{type(exc).__name__}: {exc}")
+        else:
+            self._on_finished(ReportResult(Path(self._path), pages, time.perf_counter() - self._started))
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         # Estimates fill the first 70% of the bar, writing pages the rest.
