@@ -596,7 +596,7 @@ class MainWindow(QMainWindow):
         path = Path(path)
         moving = self._lock is None or self.project_path is None or not _same_file(path, self.project_path)
         lock = ProjectLock(path) if moving else self._lock
-        project = self.controller.project
+        project = self.controller.project_to_save()
         try:
             if moving:
                 lock.acquire()  # type: ignore[union-attr]
