@@ -213,6 +213,15 @@ class ProjectController(QObject):
         self._push(Snapshot(self._replace_scenario(scenario), self.current), text, key)
         return None
 
+    def apply_changes(self, changes: dict[str, Any], text: str) -> str | None:
+        """Apply several field changes (a fix) as one undo step of its own, never merged with
+        an edit before or after; the error message if the result is invalid."""
+        scenario, error = self.propose(changes)
+        if scenario is None:
+            return error
+        self._push(Snapshot(self._replace_scenario(scenario), self.current), text)
+        return None
+
     def set_field(self, path: str, value: Any) -> str | None:
         return self.set_fields({path: value})
 
