@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QLabel
 
 from workbench.core.scenario import Scenario
 from workbench.core.units import GiB
@@ -99,7 +100,11 @@ def test_results_panel_figures_explanations_warnings_failures(qtbot, catalogs, p
     explanation = panel.values["memory.usable_capacity"].explanation()
     assert "Usable capacity" in explanation and "x 0.9" in explanation
     assert "Not estimated" in panel.values["cost.usd_per_million_tokens"].explanation()
-    assert panel.warnings.isVisible() and "Fix: use more GPUs" in panel.warnings.text()
+    # The out-of-memory finding and its fix sit under the verdict, not in the warnings below the figures.
+    assert panel.oom_message.isVisible() and "does not fit" in panel.oom_message.text()
+    assert panel.fixes_box.isVisible()
+    assert any("Fix: use more GPUs" in label.text() for label in panel.fixes_box.findChildren(QLabel))
+    assert "does not fit" not in panel.warnings.text()
     assert "price table exploded" in panel.failures.text()
     assert panel.values["performance.ttft_s"].isVisible()
     assert not panel.values["performance.step_time_s"].isVisible()

@@ -177,7 +177,12 @@ def test_numbers_equal_the_estimates(full_report) -> None:  # type: ignore[no-un
     # Every warning of the scenario that does not fit is there, with its fix.
     oom = next(w for w in data.estimates[2].warnings if w.severity == "error")
     flat = " ".join(text.split())
-    assert " ".join(oom.fix.split())[:40] in flat
+    # Its fixes are the window's: changes checked to fit, in the window's words (no CLI flags).
+    fixes = data.fixes[data.estimates[2].resolved.scenario.name]
+    assert fixes and all(f.estimate.get("memory.fits") is True for f in fixes)
+    assert " ".join(fixes[0].label.split())[:40] in flat
+    assert oom.message[:40] in flat
+    assert "--batch" not in flat and "--kv-dtype" not in flat
 
 
 def test_assumptions_are_listed_with_sources(full_report) -> None:  # type: ignore[no-untyped-def]

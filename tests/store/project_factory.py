@@ -78,4 +78,5 @@ projects = st.builds(
     models=st.dictionaries(names, st.just(TINY), max_size=2),
     accelerators=st.just({CUSTOM_GPU.id: CUSTOM_GPU}),
     comparisons=st.lists(comparisons, max_size=3, unique_by=lambda c: c.name).map(tuple),
+    current_scenario=st.one_of(st.just(""), names),
 )

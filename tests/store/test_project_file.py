@@ -59,6 +59,20 @@ def test_released_format_fixtures_open(fixture: str, tmp_path: Path) -> None:
     assert copy.read_bytes() == before  # opening (and migrating) never writes
 
 
+def test_a_file_from_before_the_saved_selection_opens_with_none(tmp_path: Path) -> None:
+    """Format 1 files written before the selected scenario was kept: no selection (the first)."""
+    copy = tmp_path / "format-v1.gpuwb"
+    shutil.copy(FIXTURES / "format-v1.gpuwb", copy)
+    assert open_project(copy).current_scenario == ""
+
+
+def test_the_selected_scenario_is_kept(tmp_path: Path) -> None:
+    project = sample_project().model_copy(update={"current_scenario": "scenario 2"})
+    path = tmp_path / "p.gpuwb"
+    save_project(project, path)
+    assert open_project(path).current_scenario == "scenario 2"
+
+
 def test_at_least_the_first_format_has_a_fixture() -> None:
     assert (FIXTURES / "format-v1.gpuwb").is_file()
 

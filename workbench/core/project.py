@@ -63,6 +63,12 @@ class Project(BaseModel):
     scenarios: tuple[Scenario, ...] = Field((), description="Scenarios, in the user's order.")
     comparisons: tuple[Comparison, ...] = Field((), description="Saved comparisons.")
     notes: str = Field("", description="Free-text notes.")
+    current_scenario: str = Field(
+        "",
+        max_length=limits.MAX_NAME_CHARS,
+        description="The scenario selected when the project was saved; reopening selects it again "
+        "(empty, or a name no scenario has: the first scenario).",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> Project:

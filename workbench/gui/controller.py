@@ -85,6 +85,14 @@ def _rename_in_comparisons(project: Project, renames: dict[str, str | None]) -> 
     return project.model_copy(update={"comparisons": comparisons})
 
 
+def _selected(project: Project) -> str:
+    """The scenario to select in ``project``: the one it was saved with, else the first."""
+    names = [s.name for s in project.scenarios]
+    if project.current_scenario in names:
+        return project.current_scenario
+    return names[0] if names else ""
+
+
 def unique_name(base: str, taken: set[str]) -> str:
     if base not in taken:
         return base
@@ -112,7 +120,7 @@ class ProjectController(QObject):
         self.catalogs = catalogs
         self.undo_stack = QUndoStack(self)
         self.project: Project = project or Project()
-        self.current: str = self.project.scenarios[0].name if self.project.scenarios else ""
+        self.current: str = _selected(self.project)
 
     # --- state ------------------------------------------------------------------------------
 
@@ -140,9 +148,16 @@ class ProjectController(QObject):
         """Replace the open project (not undoable: the undo history belongs to the old one)."""
         self.undo_stack.clear()
         self.project = project
-        self.current = project.scenarios[0].name if project.scenarios else ""
+        self.current = _selected(project)
         self.project_replaced.emit()
         self.changed.emit()
+
+    def project_to_save(self) -> Project:
+        """The project as a file keeps it: with the selected scenario, so reopening shows it (and a
+        comparison that follows the selected scenario compares the same one)."""
+        if self.project.current_scenario == self.current:
+            return self.project
+        return self.project.model_copy(update={"current_scenario": self.current})
 
     def set_current(self, name: str) -> None:
         if name != self.current and any(s.name == name for s in self.project.scenarios):
@@ -196,6 +211,15 @@ class ProjectController(QObject):
             text = f"Set {_label(first)} to {shown}" if len(paths) == 1 else f"Edit {', '.join(map(_label, paths))}"
         key = f"field:{self.current}:{','.join(paths)}"
         self._push(Snapshot(self._replace_scenario(scenario), self.current), text, key)
+        return None
+
+    def apply_changes(self, changes: dict[str, Any], text: str) -> str | None:
+        """Apply several field changes (a fix) as one undo step of its own, never merged with
+        an edit before or after; the error message if the result is invalid."""
+        scenario, error = self.propose(changes)
+        if scenario is None:
+            return error
+        self._push(Snapshot(self._replace_scenario(scenario), self.current), text)
         return None
 
     def set_field(self, path: str, value: Any) -> str | None:

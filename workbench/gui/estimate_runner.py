@@ -26,6 +26,7 @@ from workbench.core.project import Project
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.estimate import Estimate
+from workbench.engine.fixes import Fix, memory_fixes
 from workbench.engine.pipeline import Engine
 from workbench.engine.sweep import Axis, run_sweep
 from workbench.engine.variations import validated_value
@@ -57,6 +58,8 @@ class Outcome:
     requested_at: float = 0.0
     #: Read from the project file's estimate cache (its inputs matched), not computed now.
     cached: bool = False
+    #: Changes that make a plan that does not fit fit (None: it fits, or they were not sought).
+    fixes: list[Fix] | None = None
 
 
 @dataclass
@@ -153,8 +156,13 @@ class EstimateRunner(QObject):
         scenario = resolved.scenario
         sweep_field = self.sweep_field if self.sweep_enabled else None
         self._sweep_request = (self.generation, project, scenario, sweep_field) if sweep_field else None
-        self._on_done(Outcome(self.generation, scenario, resolved, estimate, cached=True,
-                              requested_at=time.perf_counter()))
+        outcome = Outcome(self.generation, scenario, resolved, estimate, cached=True,
+                          requested_at=time.perf_counter())
+        if estimate.get("memory.fits") is False and self._engine is not None:
+            # Fixes are not cached: a few dozen memory-only runs, found here when the engine is
+            # loaded (at start-up it is not, and the warning's own text stands in).
+            outcome.fixes = memory_fixes(self._engine, resolved)
+        self._on_done(outcome)
 
     def _on_cooldown(self) -> None:
         if self._pending is not None:
@@ -231,6 +239,8 @@ def _estimate(generation: int, engine: Engine, catalogs: Catalogs, project: Proj
     try:
         outcome.resolved = catalogs.resolve(scenario, project)
         outcome.estimate = engine.run(outcome.resolved)
+        if outcome.estimate.get("memory.fits") is False:
+            outcome.fixes = memory_fixes(engine, outcome.resolved)
     except WorkbenchError as exc:
         outcome.error = str(exc)
     except Exception as exc:  # noqa: BLE001 - shown in the results panel, never raised at the user

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from workbench import __version__
 from workbench.core.errors import InputError
 from workbench.core.project import Project
+from workbench.engine.fixes import Fix
 from workbench.engine.pipeline import Engine
 from workbench.gui import theme
 from workbench.gui.catalogs import Catalogs
@@ -125,6 +126,7 @@ class MainWindow(QMainWindow):
         self.hardware_panel = HardwarePanel(self.controller, self)
         self.scenario_panel = ScenarioPanel(self.controller, self)
         self.results_panel = ResultsPanel(self)
+        self.results_panel.fix_requested.connect(self.apply_fix)
         self.memory_chart = MemoryStackChart(self)
         self.roofline_chart = RooflineChart(self)
         self.sweep_chart = SweepChart(self)
@@ -392,6 +394,12 @@ class MainWindow(QMainWindow):
         else:
             self.runner.request(self.controller.project, scenario)
 
+    def apply_fix(self, fix: Fix) -> None:
+        """Apply a fix from the Results panel as one undoable step."""
+        error = self.controller.apply_changes(fix.changes, f"Fix: {fix.label}")
+        self.statusBar().showMessage(f"Cannot apply the fix: {error}" if error else
+                                     f"Applied: {fix.label} (Ctrl+Z undoes it)", 8000)
+
     def _plugin_versions(self) -> dict[str, str] | None:
         """Estimator ids and versions (part of every estimate's input hash); None until the engine is built."""
         engine = self.runner.loaded_engine
@@ -598,7 +606,7 @@ class MainWindow(QMainWindow):
         path = Path(path)
         moving = self._lock is None or self.project_path is None or not _same_file(path, self.project_path)
         lock = ProjectLock(path) if moving else self._lock
-        project = self.controller.project
+        project = self.controller.project_to_save()
         try:
             if moving:
                 lock.acquire()  # type: ignore[union-attr]

@@ -130,6 +130,8 @@ class ReportData:
     comparison: Any = None
     #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
     sensitivity: dict[str, Any] = field(default_factory=dict)
+    #: Scenario name -> the fixes that make it fit (``workbench.engine.fixes``), for plans that do not.
+    fixes: dict[str, Any] = field(default_factory=dict)
     #: Analyses that could not run, with the reason (shown in the report, never silently dropped).
     notes: list[str] = field(default_factory=list)
     generated: dt.datetime = field(default_factory=lambda: dt.datetime.now().replace(microsecond=0))
@@ -174,6 +176,12 @@ def collect(
         tick(f"Estimating {scenario.name}")
         estimates.append(eng.run(resolve_scenario(scenario, request.project)))
     data = ReportData(request=request, estimates=estimates)
+    if "warnings" in request.sections:
+        from workbench.engine.fixes import memory_fixes
+
+        # The same fixes, in the same words, as the window's Results panel.
+        data.fixes = {e.resolved.scenario.name: memory_fixes(eng, e.resolved)
+                      for e in estimates if e.get("memory.fits") is False}
     if want_compare:
         tick("Comparing candidates")
         data.comparison = _compare(request, eng, data.notes)

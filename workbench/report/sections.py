@@ -24,6 +24,7 @@ from workbench.core.params import count_parameters
 from workbench.core.scenario import Scenario
 from workbench.core.units import format_count
 from workbench.engine.estimate import Estimate
+from workbench.engine.fixes import fix_text
 from workbench.engine.quantity import Quantity
 from workbench.explain import format_quantity
 from workbench.report.charts import (
@@ -859,7 +860,8 @@ def build_warnings(data: ReportData, body: Body) -> None:
                 "error": '<span class="bad"><b>problem</b></span>',
                 "warning": '<span class="warn"><b>warning</b></span>',
             }.get(w.severity, "note")
-            rows.append((badge, _e(w.message), _e(w.fix or "—")))
+            fix = fix_text(w, data.fixes.get(e.resolved.scenario.name))
+            rows.append((badge, _e(w.message), _e(fix[:1].upper() + fix[1:] if fix else "—")))
         for f in e.failures:
             rows.append(
                 (

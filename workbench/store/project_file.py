@@ -198,6 +198,8 @@ def _write_database(project: Project, file: Path, estimates: Mapping[str, tuple[
                     {"key": "notes", "value": project.notes},
                     {"key": "created", "value": project.created.isoformat()},
                     {"key": "modified", "value": project.modified.isoformat()},
+                    # Files from before this key existed open with their first scenario selected.
+                    {"key": "current_scenario", "value": project.current_scenario},
                 ]
             )
             db["models"].insert_all(
@@ -392,6 +394,7 @@ def _read_project(db: Database, file: Path) -> Project:
         "name": meta.get("name") or "Untitled project",
         "author": meta.get("author") or "",
         "notes": meta.get("notes") or "",
+        "current_scenario": meta.get("current_scenario") or "",
         "models": models,
         "accelerators": accelerators,
         "scenarios": scenarios,

@@ -1,4 +1,5 @@
-"""Results: the fit verdict first, then the key figures, warnings with fixes, and failures.
+"""Results: the fit verdict first, with the fixes that make a plan fit (one click applies one),
+then warnings and failures, then the key figures.
 
 Every number explains itself on hover (label, formula with the values, assumptions); the
 explanation is rendered only when asked for.
@@ -8,12 +9,13 @@ from __future__ import annotations
 
 from html import escape
 
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
     QGridLayout,
     QLabel,
+    QPushButton,
     QScrollArea,
     QToolTip,
     QVBoxLayout,
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
 
 from workbench.core.units import format_bytes
 from workbench.engine.estimate import Estimate
+from workbench.engine.fixes import Fix, fix_text
 from workbench.gui import theme
 from workbench.gui.estimate_runner import Outcome
 from workbench.gui.explain_text import NA, number, tooltip_html, value_text
@@ -96,6 +99,9 @@ class QuantityLabel(QLabel):
 
 
 class ResultsPanel(QScrollArea):
+    #: A fix's Apply button was clicked (the :class:`Fix`); the window applies it as one undo step.
+    fix_requested = Signal(object)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("results_panel")
@@ -119,14 +125,44 @@ class ResultsPanel(QScrollArea):
         self.error.setWordWrap(True)
         self.error.setStyleSheet(f"color: {theme.BAD_COLOUR}")
         self.error.setVisible(False)
+        self.oom_message = QLabel("", body)
+        self.oom_message.setObjectName("oom_message")
+        self.oom_message.setWordWrap(True)
+        self.fixes_title = QLabel("<b>To make it fit</b> (one click applies; Ctrl+Z undoes)", body)
+        self.fixes_box = QWidget(body)
+        self.fixes_box.setObjectName("fixes")
+        self._fix_grid = QGridLayout(self.fixes_box)
+        self._fix_grid.setContentsMargins(0, 0, 0, 0)
+        self._fix_grid.setColumnStretch(1, 1)
+        self.fix_buttons: list[QPushButton] = []
+        self.fixes: list[Fix] = []
         layout.addWidget(self.verdict)
         layout.addWidget(self.verdict_detail)
+        layout.addWidget(self.oom_message)
+        layout.addWidget(self.fixes_title)
+        layout.addWidget(self.fixes_box)
+        for widget in (self.oom_message, self.fixes_title, self.fixes_box):
+            widget.setVisible(False)
         needed = QGridLayout()
         needed.addWidget(QLabel("GPUs needed:", body), 0, 0)
         needed.addWidget(self.gpus_needed, 0, 1)
         needed.setColumnStretch(2, 1)
         layout.addLayout(needed)
         layout.addWidget(self.error)
+        # Guard-rail findings come before any figure (a plan that cannot run is read first).
+        self.warnings_title = QLabel("<b>Warnings</b>", body)
+        self.warnings = QLabel("", body)
+        self.warnings.setObjectName("warnings")
+        self.warnings.setWordWrap(True)
+        self.warnings.setTextFormat(Qt.TextFormat.RichText)
+        self.failures_title = QLabel("<b>Estimators that failed</b>", body)
+        self.failures = QLabel("", body)
+        self.failures.setObjectName("failures")
+        self.failures.setWordWrap(True)
+        self.failures.setTextFormat(Qt.TextFormat.RichText)
+        for widget in (self.warnings_title, self.warnings, self.failures_title, self.failures):
+            layout.addWidget(widget)
+            widget.setVisible(False)
         self.values: dict[str, QuantityLabel] = {}
         self._rows: dict[str, tuple[QLabel, QuantityLabel, str]] = {}
         self._headers: list[tuple[QLabel, list[str]]] = []
@@ -149,19 +185,6 @@ class ResultsPanel(QScrollArea):
                 row += 1
         grid.setColumnStretch(0, 1)
         layout.addLayout(grid)
-        self.warnings_title = QLabel("<b>Warnings</b>", body)
-        self.warnings = QLabel("", body)
-        self.warnings.setObjectName("warnings")
-        self.warnings.setWordWrap(True)
-        self.warnings.setTextFormat(Qt.TextFormat.RichText)
-        self.failures_title = QLabel("<b>Estimators that failed</b>", body)
-        self.failures = QLabel("", body)
-        self.failures.setObjectName("failures")
-        self.failures.setWordWrap(True)
-        self.failures.setTextFormat(Qt.TextFormat.RichText)
-        for widget in (self.warnings_title, self.warnings, self.failures_title, self.failures):
-            layout.addWidget(widget)
-            widget.setVisible(False)
         layout.addStretch(1)
         self.setWidget(body)
         self.outcome: Outcome | None = None
@@ -195,13 +218,17 @@ class ResultsPanel(QScrollArea):
             self.gpus_needed.setText(f"{needed:,.0f} GPU" + ("" if needed == 1 else "s"))
         self._update_verdict(estimate)
         warnings = estimate.warnings if estimate is not None else []
+        oom = [w for w in warnings if w.code == "out-of-memory"]
+        self._show_fixes(oom, outcome.fixes)
         order = {"error": 0, "warning": 1, "info": 2}
         items = []
-        for w in sorted(warnings, key=lambda w: order.get(w.severity, 3)):
+        # The out-of-memory finding and its fixes are at the top, under the verdict.
+        for w in sorted((w for w in warnings if w.code != "out-of-memory"), key=lambda w: order.get(w.severity, 3)):
             colour = SEVERITY_COLOURS.get(w.severity, theme.WARN_COLOUR)
             text = f"<span style='color:{colour}'>&#9679;</span> {escape(w.message)}"
-            if w.fix:
-                text += f"<br>&nbsp;&nbsp;&nbsp;<i>Fix: {escape(w.fix)}</i>"
+            fix = fix_text(w)
+            if fix:
+                text += f"<br>&nbsp;&nbsp;&nbsp;<i>Fix: {escape(fix)}</i>"
             items.append(text)
         self.warnings.setText("<br>".join(items))
         self.warnings.setVisible(bool(items))
@@ -214,6 +241,41 @@ class ResultsPanel(QScrollArea):
         self.failures.setText(text)
         self.failures.setVisible(bool(failures))
         self.failures_title.setVisible(bool(failures))
+
+    def _show_fixes(self, oom: list, fixes: list[Fix] | None) -> None:
+        """The out-of-memory finding under the verdict, and one Apply button per fix."""
+        self.oom_message.setText("<br>".join(escape(w.message) for w in oom))
+        self.oom_message.setVisible(bool(oom))
+        shown = fixes or []
+        if [f.label for f in shown] != [f.label for f in self.fixes] or not shown:
+            while self._fix_grid.count():
+                item = self._fix_grid.takeAt(0)
+                if item.widget() is not None:
+                    item.widget().deleteLater()
+            self.fix_buttons = []
+            body = self.fixes_box
+            for row, fix in enumerate(shown):
+                button = QPushButton("Apply", body)
+                button.setObjectName(f"fix_button:{row}")
+                button.setToolTip(f"Apply: {fix.label}")
+                button.setAccessibleName(f"Apply fix: {fix.label}")
+                button.clicked.connect(lambda _=False, f=fix: self.fix_requested.emit(f))
+                label = QLabel(escape(fix.label), body)
+                label.setWordWrap(True)
+                self._fix_grid.addWidget(button, row, 0, Qt.AlignmentFlag.AlignTop)
+                self._fix_grid.addWidget(label, row, 1)
+                self.fix_buttons.append(button)
+            if oom and fixes is not None and not fixes:
+                note = QLabel(escape(fix_text(oom[0], [])[0].upper() + fix_text(oom[0], [])[1:]) + ".", body)
+                note.setWordWrap(True)
+                self._fix_grid.addWidget(note, 0, 0, 1, 2)
+            elif oom and fixes is None:
+                note = QLabel(escape(f"Fix: {oom[0].fix}"), body)
+                note.setWordWrap(True)
+                self._fix_grid.addWidget(note, 0, 0, 1, 2)
+        self.fixes = list(shown)
+        self.fixes_title.setVisible(bool(oom))
+        self.fixes_box.setVisible(bool(oom))
 
     def show_error(self, message: str) -> None:
         """No new estimate: say why, and leave the last figures on screen."""

@@ -99,7 +99,7 @@ class Autosaver(QObject):
             recovery_dir().mkdir(parents=True, exist_ok=True)
             if not same:
                 lock.acquire()  # type: ignore[union-attr]
-            written = write_recovery(project, original, self.session)
+            written = write_recovery(self.controller.project_to_save(), original, self.session)
         except (InputError, OSError) as exc:
             if not same and lock is not None:
                 lock.release()
