@@ -250,11 +250,17 @@ class Engine:
             warnings.append(image_warning)
         if image_tokens:
             seen["seq_len"] = seen["seq_len"] + image_tokens
-        shared = scenario.model_copy(update={name: Varies(name) for name in POINT_FIELDS})
+        point_scenarios: list[Scenario] | None = None
+        if n == 1:
+            # One point: its own scenario (image tokens in seq_len) is exactly what every point
+            # shares, so no placeholder is needed, and a single estimate saves a model copy.
+            point_scenarios = _point_scenarios(scenario, seen, n)
+            shared = point_scenarios[0]
+        else:
+            shared = scenario.model_copy(update={name: Varies(name) for name in POINT_FIELDS})
         params = self._parameters(model)
         ctx = PointsContext(shared, model, resolved.cluster, params, assumptions, seen, n, columns, needed)
         failed_keys: set[str] = set()
-        point_scenarios: list[Scenario] | None = None
         for est, needs, produces in steps:
             if needs and not columns.has_all(needs):
                 info = est.info
