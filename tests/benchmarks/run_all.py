@@ -1,4 +1,4 @@
-"""Every benchmark in one command; one JSON document on stdout (~35 s on 2 cores; < 5 minutes).
+"""Every benchmark in one command; one JSON document on stdout (~85 s on 2 cores; < 5 minutes).
 
     .venv/bin/python tests/benchmarks/run_all.py [--no-compare] [--bench-venv PATH]
 
