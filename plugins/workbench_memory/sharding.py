@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from math import ceil
+from itertools import chain
+from math import ceil, inf
 from typing import Any
 
 import numpy as np
@@ -481,48 +482,99 @@ def min_dp(
 
     One pass; a point whose stage cannot fit at any DP degree (its unsharded part alone exceeds
     ``usable``) is settled as 0 there, and once every point is settled so the later stages are
-    not even built (hopeless layouts cost one stage).
+    not even built (hopeless layouts cost one stage). A group of one point whose stages hold Python
+    numbers runs the same steps on Python numbers (:class:`_One`), without numpy's per-call cost:
+    the layout search calls this about ten times per single estimate.
     """
-    need = np.full(n, floor, dtype=np.int64)
-    dead = np.zeros(n, dtype=bool)
+    iterator = iter(stages)
+    first = next(iterator, None)
+    scalar = n == 1 and first is not None and not isinstance(first.total(1, fragmentation), np.ndarray)
+    ops: Any = _One if scalar else np
+    need = ops.full(n, floor, dtype=np.int64)
+    dead = ops.zeros(n, dtype=bool)
     seen: list[Stage] = []
-    for s in stages:
+    for s in chain([first], iterator) if first is not None else ():
         seen.append(s)
-        counting = ~dead
+        counting = ops.logical_not(dead)
         if floor == 1:
-            counting &= np.logical_not(s.total(1, fragmentation) <= usable)
+            counting &= ops.logical_not(s.total(1, fragmentation) <= usable)
         room = usable - s.fixed(fragmentation)
         coef = s.coef
         hopeless = counting & ((room < 0) | ((room == 0) & (coef > 0)))
         dead |= hopeless
-        if dead.all():
+        if ops.all(dead):
             return np.zeros(n, dtype=np.int64)
-        counting &= ~hopeless
+        counting &= ops.logical_not(hopeless)
         if coef > 0:
             with np.errstate(divide="ignore", invalid="ignore"):
                 # ceil(coef / room) beyond the cap settles nothing but "none": clip before the int
-                ratio = np.ceil(np.where(counting, coef / np.where(counting, room, 1.0), 0.0))
-            shards = np.minimum(ratio, cap + 1.0).astype(np.int64)
+                ratio = ops.ceil(ops.where(counting, coef / ops.where(counting, room, 1.0), 0.0))
+            shards = ops.as_int(ops.minimum(ratio, cap + 1.0))
         else:
             shards = 0
-        need = np.where(counting, np.maximum(need, np.maximum(2, shards)), need)
-    found = np.zeros(n, dtype=np.int64)
-    open_ = ~dead
+        need = ops.where(counting, ops.maximum(need, ops.maximum(2, shards)), need)
+    found = ops.zeros(n, dtype=np.int64)
+    open_ = ops.logical_not(dead)
     for candidate in (need, need + 1):  # the next one covers float rounding at the boundary
         trying = open_ & (candidate <= cap)
         open_ &= candidate <= cap  # past the cap: none (and the next candidate is larger still)
-        if not trying.any():
+        if not ops.any(trying):
             break
-        dp = np.where(trying, candidate, 1)
+        dp = ops.where(trying, candidate, 1)
         fits = trying & _every_stage(seen, dp, usable, fragmentation, n)
-        found = np.where(fits, candidate, found)
-        open_ &= ~fits
-    return found
+        found = ops.where(fits, candidate, found)
+        open_ &= ops.logical_not(fits)
+    return np.array([found], dtype=np.int64) if ops is _One else found
+
+
+class _One:
+    """The numpy calls :func:`min_dp` makes, for one point held in Python numbers (same results:
+    ``math.ceil`` equals ``np.ceil`` on finite floats, the rest is elementwise)."""
+
+    @staticmethod
+    def full(n: int, value: Any, dtype: Any = None) -> Any:
+        return int(value) if dtype is np.int64 else value
+
+    @staticmethod
+    def zeros(n: int, dtype: Any = None) -> Any:
+        return False if dtype is bool else 0
+
+    @staticmethod
+    def logical_not(x: Any) -> bool:
+        return not x
+
+    @staticmethod
+    def all(x: Any) -> bool:
+        return bool(x)
+
+    any = all
+
+    @staticmethod
+    def where(condition: Any, a: Any, b: Any) -> Any:
+        return a if condition else b
+
+    @staticmethod
+    def ceil(x: float) -> float:
+        return x if x == inf else float(ceil(x))  # np.ceil keeps an overflowed ratio infinite
+
+    @staticmethod
+    def minimum(a: Any, b: Any) -> Any:
+        return min(a, b)
+
+    @staticmethod
+    def maximum(a: Any, b: Any) -> Any:
+        return max(a, b)
+
+    @staticmethod
+    def as_int(x: float) -> int:
+        return int(x)
 
 
 def _every_stage(
-    stages: list[Stage], dp: np.ndarray, usable: float, fragmentation: float, n: int
-) -> np.ndarray:
+    stages: list[Stage], dp: Any, usable: float, fragmentation: float, n: int
+) -> Any:
+    if n == 1 and not isinstance(dp, np.ndarray):
+        return all(s.total(dp, fragmentation) <= usable for s in stages)
     out = np.ones(n, dtype=bool)
     for s in stages:
         out &= s.total(dp, fragmentation) <= usable
