@@ -28,7 +28,7 @@ from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario, Workload
 from workbench.core.vision import RequestImages, request_images
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, at, col
 from workbench.engine.quantity import Warning
 from workbench_compute import flops as F
 from workbench_compute import guards
@@ -239,7 +239,7 @@ class ComputeEstimator:
                 fwd.total,
                 "FLOP",
                 "Forward pass",
-                lambda i: pass_formula(shape, F.at(b, i), forward.at(i)),
+                lambda i: pass_formula(shape, at(b, i), forward.at(i)),
                 used,
             )
         if want("flops.per_token_forward"):
@@ -256,9 +256,9 @@ class ComputeEstimator:
                 "FLOP",
                 "Prefill (prompt) pass",
                 lambda i: (
-                    pass_formula(shape, F.at(b, i), prompt.at(i))
+                    pass_formula(shape, at(b, i), prompt.at(i))
                     + " (output head on the last position only)"
-                    + (_encoder_formula(arch, F.at(b, i), images) if images is not None else "")
+                    + (_encoder_formula(arch, at(b, i), images) if images is not None else "")
                 ),
                 used,
             )
@@ -278,7 +278,7 @@ class ComputeEstimator:
                 step = dec
 
                 def decode_formula(i: int) -> str:
-                    bi, si, gi = F.at(b, i), F.at(s, i), F.at(gen, i)
+                    bi, si, gi = at(b, i), at(s, i), at(gen, i)
                     return (
                         f"batch {bi}, context {si} + {fraction:g} x {gi} = "
                         f"{F.decode_contexts(shape, si, gi, fraction)[0]:g}: "
@@ -346,12 +346,12 @@ class ComputeEstimator:
             )
 
         def note(phase: str, i: int) -> str:  # rendered only inside a formula someone reads
-            bi = F.at(b, i)
+            bi = at(b, i)
             where = f"per GPU: TP {tp}, PP {pp}" + (f", EP {ep}" if ep > 1 else "")
             experts = f" (routed experts {own.value}, {e_bytes:g} B)" if own is not None else ""
             if phase == "prefill":
                 text = (
-                    f"{bi} x {F.at(s, i)} prompt tokens; weights {w_bytes:g} B each{experts}, "
+                    f"{bi} x {at(s, i)} prompt tokens; weights {w_bytes:g} B each{experts}, "
                     f"activations {act_bytes:g} B"
                 )
                 if images is not None:
@@ -363,7 +363,7 @@ class ComputeEstimator:
                 )
             else:
                 text = (
-                    f"weight GEMMs of one micro-batch step, {bi} x {F.at(s, i)} tokens, "
+                    f"weight GEMMs of one micro-batch step, {bi} x {at(s, i)} tokens, "
                     f"operands {act_bytes:g} B"
                 )
             return f"{text}; {where}"
@@ -436,7 +436,7 @@ class ComputeEstimator:
         tokens = b * (shape.tokens_per_sample or s)
 
         def formula(i: int) -> str:
-            p, n = fwd.at(i), F.at(tokens, i)
+            p, n = fwd.at(i), at(tokens, i)
             return (
                 f"{g(p.total)} / {n:,} tokens = 2 x {p.gemm / n / 2:,.0f} matmul weights per "
                 f"token + attention {g(p.attention / n)}" + (f" + adapters {g(p.lora / n)}" if p.lora else "")
@@ -462,7 +462,7 @@ class ComputeEstimator:
         if want("flops.backward"):
             values["flops.backward"] = col(
                 _shared(train.backward), "FLOP", "Backward pass",
-                lambda i: f"{kind}: {g(F.at(train.backward, i))} FLOP", used,
+                lambda i: f"{kind}: {g(at(train.backward, i))} FLOP", used,
             )  # fmt: skip
         if want("flops.recompute"):
             values["flops.recompute"] = col(
@@ -471,7 +471,7 @@ class ComputeEstimator:
                 "Activation recompute",
                 lambda i: (
                     f"recompute {recompute}: {_RECOMPUTE_TEXT[recompute]} = "
-                    f"{g(F.at(train.recompute, i))} FLOP"
+                    f"{g(at(train.recompute, i))} FLOP"
                 ),
                 used,
             )
@@ -482,8 +482,8 @@ class ComputeEstimator:
                 "FLOP",
                 "Training step (one micro-batch)",
                 lambda i: (
-                    f"forward {g(F.at(train.forward, i))} + backward {g(F.at(train.backward, i))} + "
-                    f"recompute {g(F.at(train.recompute, i))} = {g(F.at(step, i))} FLOP"
+                    f"forward {g(at(train.forward, i))} + backward {g(at(train.backward, i))} + "
+                    f"recompute {g(at(train.recompute, i))} = {g(at(step, i))} FLOP"
                 ),
                 used,
             )

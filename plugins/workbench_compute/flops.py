@@ -52,16 +52,12 @@ from typing import Any
 
 import numpy as np
 
+from workbench.engine.points import at
 from workbench_compute.recurrent import scan_backward_flops, scan_flops, step_flops
 from workbench_compute.shapes import CROSS, DEC, HEAD, MAIN, PATCH, POOLER, AttentionGroup, ModelShape
 
 Ints = Any  #: an int, or an int64 array with one entry per point
 Floats = Any  #: a float, or a float64 array with one entry per point
-
-
-def at(x: Any, i: int) -> Any:
-    """Point ``i``'s entry as the Python number a single estimate had (shared values as they are)."""
-    return x[i].item() if isinstance(x, np.ndarray) else x
 
 
 def nonzero(x: Any) -> bool | np.ndarray:

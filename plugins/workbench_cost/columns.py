@@ -36,11 +36,6 @@ def some(mask: bool | np.ndarray) -> Some:
     return True if count == mask.size else (False if count == 0 else mask)
 
 
-def at(values: Any, i: int) -> Any:
-    """Point ``i``'s entry, for a formula (a group of one point's number is its only entry)."""
-    return values[i] if isinstance(values, np.ndarray) else values
-
-
 def zeros(ctx: PointsContext) -> Floats:
     """0.0 at every point."""
     return 0.0 if ctx.n == 1 else np.zeros(ctx.n)

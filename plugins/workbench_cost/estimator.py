@@ -13,10 +13,10 @@ from functools import lru_cache
 import numpy as np
 
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, at, col
 from workbench_cost import power as W
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, usd, wanted
-from workbench_cost.columns import Floats, at, figure, null
+from workbench_cost.columns import Floats, figure, null
 from workbench_cost.keys import COST
 from workbench_cost.per_token import ENERGY_PER_TOKEN_KEYS, add_per_token
 from workbench_cost.run import RUN_KEYS, TCO_KEYS, add_run_and_tco

@@ -13,13 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench.engine.points import Column, col
+from workbench.engine.points import Column, at, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
 from workbench_cost.columns import (
     Case,
     Floats,
     Some,
-    at,
     figure,
     known,
     negate,

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from workbench.engine.points import Column, PointWarning, col
+from workbench.engine.points import Column, PointWarning, at, col
 from workbench_cost.basis import NO_POWER, NO_PRICE, POWER_IDS, Basis, put_nulls, usd
-from workbench_cost.columns import Floats, Some, at, figure, known, null, numbers, with_none, zeros
+from workbench_cost.columns import Floats, Some, figure, known, null, numbers, with_none, zeros
 from workbench_cost.keys import label
 from workbench_cost.tco import HOURS_PER_YEAR, BuyVsRent, buy_vs_rent
 

@@ -33,7 +33,7 @@ import numpy as np
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.points import PointOutputs, PointsContext, col, int_product
+from workbench.engine.points import PointOutputs, PointsContext, at, col, int_product
 from workbench_memory import assumptions as A
 from workbench_memory.shapes import ModelConstants, model_constants
 
@@ -154,17 +154,17 @@ class KvCacheEstimator:
         def formula(i: int) -> str:
             parts = []
             if c.full_kv[layers]:
-                parts.append(f"{c.full_kv[layers]} layers x {_at(tokens.full, i)} tokens")
+                parts.append(f"{c.full_kv[layers]} layers x {at(tokens.full, i)} tokens")
             if c.sw_kv[layers]:
                 parts.append(
-                    f"{c.sw_kv[layers]} sliding-window layers x {_at(tokens.sliding, i)} tokens (window {c.window})"
+                    f"{c.sw_kv[layers]} sliding-window layers x {at(tokens.sliding, i)} tokens (window {c.window})"
                 )
             if cross_layers:
-                parts.append(f"{cross_layers} cross-attention layers x {_at(tokens.cross, i)} encoder tokens")
+                parts.append(f"{cross_layers} cross-attention layers x {at(tokens.cross, i)} encoder tokens")
             paged = f", rounded up to blocks of {tokens.block}" if tokens.block else ""
             body = " + ".join(parts) or "no cached layers"
             what = _describe_elements(model, decompressed)
-            return f"{_at(batch, i)} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {_at(total, i):,.0f} B"
+            return f"{at(batch, i)} sequences x ({body}){paged} x {what} x {dtype.bytes:g} B = {at(total, i):,.0f} B"
 
         out["kv_cache.bytes"] = col(total, "B", "KV cache", formula, used)
         state_total = batch * state_seq
@@ -172,13 +172,9 @@ class KvCacheEstimator:
             state_total,
             "B",
             "Recurrent state",
-            lambda i: f"{_at(batch, i)} sequences x {state_seq:,.0f} B = {_at(state_total, i):,.0f} B",
+            lambda i: f"{at(batch, i)} sequences x {state_seq:,.0f} B = {at(state_total, i):,.0f} B",
         )
         return PointOutputs(out)
-
-
-def _at(tokens: Tokens, i: int) -> Tokens:
-    return tokens[i] if isinstance(tokens, np.ndarray) else tokens
 
 
 def _state_formula(model: ModelArchitecture, layers: int, kv_bytes: float, value: float) -> str:

@@ -76,6 +76,12 @@ def _python(value: Any) -> Value:
     return value.item() if isinstance(value, np.generic) else value
 
 
+def at(values: Any, i: int) -> Any:
+    """Point ``i``'s entry as a Python value, for a formula (a value shared by every point, or a
+    one-point group's Python number, as it is)."""
+    return _python(values[i]) if isinstance(values, np.ndarray) else values
+
+
 def int_product(*factors: Any) -> Any:
     """The exact product of integer arrays and ints, as Python's ints give it.
 
@@ -132,11 +138,6 @@ class Column:
         self._array: np.ndarray | None = values if isinstance(values, np.ndarray) else None
         self._plain: list[Any] | None = None
 
-    @staticmethod
-    def of_quantities(quantities: Sequence[Quantity]) -> QuantityColumn:
-        """A column gathered from a scalar estimator's quantities, one per point."""
-        return QuantityColumn(quantities)
-
     def value(self, i: int) -> Value:
         if self._quantities is not None:
             return self._quantities[i].value
@@ -173,7 +174,7 @@ class Column:
     def take(self, i: int) -> Column:
         """Point ``i`` alone, as a column of a one-point group."""
         if self._quantities is not None:
-            return Column.of_quantities([self._quantities[i]])
+            return QuantityColumn([self._quantities[i]])
         if not isinstance(self.values, np.ndarray):
             return self
         formula = self.formula

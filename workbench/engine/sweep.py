@@ -14,7 +14,7 @@ import itertools
 import math
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 

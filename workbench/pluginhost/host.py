@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from importlib.metadata import entry_points
