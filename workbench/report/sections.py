@@ -321,7 +321,7 @@ def fit_verdict(estimate: Estimate) -> tuple[bool | None, str]:
         elif isinstance(min_gpus, int):
             need = f"at least {min_gpus} GPUs"
         else:
-            need = "a different plan (nothing tried fits)"
+            need = "a different plan: no number of these GPUs fits with these settings"
         text = (
             f"<b>Does not fit</b> on {_e(hardware)}: {format_value(total)} per GPU against "
             f"{format_value(usable)} usable; needs {need}."
