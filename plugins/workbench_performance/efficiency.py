@@ -1,16 +1,12 @@
-"""How much of the datasheet a real stack achieves: the efficiency model and its assumptions.
+"""How much of the datasheet a real stack achieves: the efficiency assumptions of the time model.
 
-Every speed figure of this plugin is ``work / (peak x efficiency)``. The efficiencies are
-assumptions (named, sourced, overridable with ``--set ID=VALUE``), each with a *plausible range*
-(:data:`RANGES`) that the estimators turn into low/high bounds of the headline numbers.
-
-Matrix-product efficiency saturates with the number of tokens (rows) a matmul processes::
-
-    eff(tokens) = matmul_efficiency x tokens / (tokens + matmul_half_tokens)
-
-so a decode step of 4 sequences multiplies far below peak while a 4,096-token training
-micro-batch runs at (nearly) ``matmul_efficiency``. ``scenario.mfu`` (``--mfu``) replaces
-``matmul_efficiency`` for inference and fixes the MFU of a training step outright.
+Kernel times come from the per-operator model (:mod:`workbench_performance.operators`): every
+kernel at the efficiency its shape reaches on the GPU's architecture, from kernel-level
+profiles with their sources. Two assumptions scale those profiles within their plausible
+ranges (the low/high bounds of every speed figure); the others cover what is not a kernel:
+per-step overhead, overlap of communication with compute, link efficiency and latency.
+``scenario.mfu`` (``--mfu``) replaces the profile's compute efficiency for inference and fixes
+the MFU of a training step outright.
 """
 
 from __future__ import annotations
@@ -20,74 +16,39 @@ from functools import lru_cache
 
 from workbench.engine.assumptions import Assumption, AssumptionSet
 
-MATMUL = "perf.matmul_efficiency"
-HALF_TOKENS = "perf.matmul_half_tokens"
-BANDWIDTH = "perf.memory_bandwidth_efficiency"
+MATMUL = "perf.kernel_efficiency_scale"
+BANDWIDTH = "perf.bandwidth_efficiency_scale"
 STEP_OVERHEAD = "perf.step_overhead_s"
 TP_OVERLAP = "perf.tp_comm_overlap"
 DP_OVERLAP = "perf.dp_comm_overlap"
 LINK = "comm.bandwidth_efficiency"
 ALPHA_INTRA = "comm.latency_intra_node_s"
 ALPHA_INTER = "comm.latency_inter_node_s"
-LOW_PRECISION = "perf.fp8_efficiency_factor"
 
 ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption(
         MATMUL,
-        "Achieved fraction of dense peak FLOPS in large matrix products",
-        0.65,
-        "fraction",
-        "Calibrated on published end-to-end training results, which include communication and pipeline "
-        "bubbles and are therefore lower than kernel efficiency: Narayanan et al. 2021 (Megatron-LM, SC21, "
-        "Table 1) 44-52% of A100 peak for GPT 1.7B-1T; Dubey et al. 2024 (Llama 3, Table 4) 38-43% BF16 MFU "
-        "on 8K-16K H100; Chowdhery et al. 2022 (PaLM, Table 3) 46.2% MFU / 57.8% HFU on TPU v4. With the "
-        "default this model reproduces those within docs/validation.md's errors. Plausible range 0.50-0.78.",
-        "Kernel-level fraction of the datasheet dense rate that big GEMMs reach (clock throttling, tile "
-        "waste, non-matmul kernels in between). Communication, bubbles and overheads are modelled apart.",
-        0.01,
+        "Scale on the kernel profile's GEMM and attention efficiencies",
         1.0,
-    ),
-    Assumption(
-        HALF_TOKENS,
-        "Tokens per matmul at which efficiency is half its maximum",
-        64.0,
-        "tokens",
-        "NVIDIA Deep Learning Performance Guide, 'Matrix Multiplication Background' (tile and wave "
-        "quantization; GEMMs with a small M dimension are memory-bound and leave Tensor Cores idle). The "
-        "saturating form tokens / (tokens + half) is this workbench's modelling choice. Range 32-128.",
-        "Small batches (decode) multiply inefficiently; a matmul of this many token rows runs at half of "
-        "perf.matmul_efficiency.",
-        1.0,
-        1e6,
-    ),
-    Assumption(
-        LOW_PRECISION,
-        "Efficiency of 8-bit (and narrower) matmuls relative to 16-bit",
-        0.75,
         "factor",
-        "Megatron-Bridge performance summary (NeMo 25.11, DGX-H100, docs/performance-summary.md): FP8 "
-        "training of Llama 3 8B/70B/405B reaches 744/719/737 model TFLOP/s per GPU, 36-38% of the 1,979 "
-        "TFLOPS dense FP8 peak, against 38-43% of the BF16 peak for Llama 3 405B in BF16 (Dubey et al. 2024, "
-        "Table 4) and 45-52% for Megatron-LM on A100: FP8 realises about 0.75-0.85 of the fraction of its "
-        "(twice as high) peak that 16-bit does (scaling and casting kernels, power-limited clocks). Range "
-        "0.65-0.90.",
-        "Multiplies perf.matmul_efficiency when the matmuls run in fp8, int8 or fp4.",
-        0.05,
-        1.0,
+        "The profiles (workbench_performance/operators/profiles.yaml) hold the efficiencies published "
+        "kernel benchmarks measured on each architecture; real runs differ from those benchmarks with clocks "
+        "under power limits, library versions and shapes between the measured ones. Range 0.85-1.10.",
+        "1: kernels run as the published kernel benchmarks of the GPU's architecture; 0.9: 10% slower "
+        "compute-bound kernels.",
+        0.01,
+        2.0,
     ),
     Assumption(
         BANDWIDTH,
-        "Achieved fraction of peak memory bandwidth (decode kernels)",
-        0.80,
-        "fraction",
-        "Model bandwidth utilization (MBU), as defined by Databricks/MosaicML, 'LLM Inference Performance "
-        "Engineering: Best Practices' (2023); optimized decode kernels (TensorRT-LLM, vLLM) are commonly put "
-        "at 0.7-0.85 of peak HBM bandwidth (a rule of thumb, not one measurement); a plain copy reaches ~0.9 "
-        "(Azure ND GB200 v6 blog, 2025: 7.35 TB/s measured, '92% efficiency'). The TensorRT-LLM decode-bound "
-        "cases of docs/validation.md (R2, R5, R8) come out within 10% at 0.8. Range 0.70-0.88.",
-        "Bytes per second that weight and KV-cache reads achieve, as a fraction of the datasheet bandwidth.",
-        0.01,
+        "Scale on the kernel profile's achieved memory bandwidth",
         1.0,
+        "factor",
+        "The profiles hold the copy bandwidth microbenchmarks reach on each GPU; decode kernels with "
+        "scattered KV pages and small weight tiles reach somewhat less. Range 0.90-1.05.",
+        "Multiplies the achieved fraction of peak memory bandwidth of every memory-bound kernel.",
+        0.01,
+        2.0,
     ),
     Assumption(
         STEP_OVERHEAD,
@@ -171,10 +132,8 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
 #: Plausible range of each assumption: (pessimistic, optimistic) for speed, i.e. the value that
 #: makes the estimate slower first. Overridden assumptions keep their relative range.
 RANGES: dict[str, tuple[float, float]] = {
-    MATMUL: (0.50, 0.78),
-    LOW_PRECISION: (0.65, 0.90),
-    HALF_TOKENS: (128.0, 32.0),
-    BANDWIDTH: (0.70, 0.88),
+    MATMUL: (0.85, 1.10),
+    BANDWIDTH: (0.90, 1.05),
     STEP_OVERHEAD: (0.003, 0.0003),
     TP_OVERLAP: (0.0, 0.5),
     DP_OVERLAP: (0.5, 1.0),
@@ -190,24 +149,20 @@ _DEFAULTS = {a.id: a.default for a in ASSUMPTIONS}
 class Efficiency:
     """Resolved efficiencies for one estimate (central, pessimistic or optimistic)."""
 
-    matmul: float
-    half_tokens: float
-    bandwidth: float
+    matmul: float  # scale on the profile's GEMM and attention efficiencies
+    bandwidth: float  # scale on the profile's achieved bandwidth
     step_overhead_s: float
     tp_overlap: float
     dp_overlap: float
     link: float
     alpha_intra_s: float
     alpha_inter_s: float
-
-    def matmul_at(self, tokens: float) -> float:
-        """Achieved fraction of peak for a matmul over ``tokens`` rows."""
-        return self.matmul * tokens / (tokens + self.half_tokens) if tokens > 0 else self.matmul
+    #: the scenario's --mfu: replaces the compute efficiency of every kernel (None: the profile's)
+    mfu: float | None = None
 
 
 _FIELDS = (
     MATMUL,
-    HALF_TOKENS,
     BANDWIDTH,
     STEP_OVERHEAD,
     TP_OVERLAP,
@@ -216,12 +171,12 @@ _FIELDS = (
     ALPHA_INTRA,
     ALPHA_INTER,
 )
-#: Compute dtypes (``roofline.compute_dtype``) whose matmuls take perf.fp8_efficiency_factor.
+#: Compute dtypes (``roofline.compute_dtype``) of 8 bits or fewer (their profile column differs).
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
 def _clamp(ident: str, value: float) -> float:
-    if ident in (MATMUL, BANDWIDTH, TP_OVERLAP, DP_OVERLAP, LINK):
+    if ident in (TP_OVERLAP, DP_OVERLAP, LINK):
         return min(max(value, 0.0), 1.0)
     return max(value, 0.0)
 
@@ -232,31 +187,23 @@ def efficiencies(
     """(central, pessimistic, optimistic) efficiencies from the scenario's assumption values.
 
     Only the assumptions a workload of this kind depends on are read (and so listed as used);
-    the others keep their defaults. ``narrow``: the matmuls run in an 8-bit or narrower dtype,
-    so perf.fp8_efficiency_factor scales the matmul efficiency. ``mfu`` (the scenario's
-    override) replaces the matmul efficiency in all three: the user has said how fast the
-    matmuls run, so that part carries no range of ours.
+    the others keep their defaults. ``mfu`` (the scenario's override) replaces the compute
+    efficiency of every kernel in all three: the user has said how fast they run, so that part
+    carries no range of ours. ``narrow`` is accepted for callers that pass it; the profiles hold
+    their 8-bit efficiencies per dtype.
     """
-    ids = _READ[training, narrow]
-    return _from_values(training, narrow, assumptions.read(ids), mfu)
+    del narrow
+    ids = _READ[training]
+    return _resolve(tuple(_from(ids, assumptions.read(ids))), mfu)
+
+
+def _from(ids: tuple[str, ...], values: tuple[float, ...]) -> list[float]:
+    read = dict(zip(ids, values))
+    return [read[ident] if ident in read else _DEFAULTS[ident] for ident in _FIELDS]
 
 
 @lru_cache(maxsize=512)
-def _from_values(
-    training: bool, narrow: bool, values: tuple[float, ...], mfu: float | None
-) -> tuple[Efficiency, Efficiency, Efficiency]:
-    """:func:`efficiencies` from the values of ``_READ[training, narrow]`` (one estimate reads them all
-    in one call; the same values, as in every estimate of a sweep, give the same cached answer)."""
-    read = dict(zip(_READ[training, narrow], values))
-    central = tuple(read[ident] if ident in read else _DEFAULTS[ident] for ident in _FIELDS)
-    factor = read[LOW_PRECISION] if narrow else None
-    return _resolve(central, factor, mfu)
-
-
-@lru_cache(maxsize=512)
-def _resolve(
-    central_values: tuple[float, ...], factor: float | None, mfu: float | None
-) -> tuple[Efficiency, Efficiency, Efficiency]:
+def _resolve(central_values: tuple[float, ...], mfu: float | None) -> tuple[Efficiency, Efficiency, Efficiency]:
     central = list(central_values)
     low, high = [], []
     for ident, value in zip(_FIELDS, central):
@@ -269,42 +216,16 @@ def _resolve(
             lo, hi = min(value, lo), max(value, hi)
         low.append(_clamp(ident, lo))
         high.append(_clamp(ident, hi))
-    if factor is not None:
-        lo, hi = RANGES[LOW_PRECISION]
-        scale = factor / _DEFAULTS[LOW_PRECISION]
-        central[0] *= factor
-        low[0] *= min(lo * scale, 1.0)
-        high[0] *= min(hi * scale, 1.0)
-    if mfu is not None:
-        central[0] = low[0] = high[0] = mfu
-    return Efficiency(*central), Efficiency(*low), Efficiency(*high)
+    return Efficiency(*central, mfu=mfu), Efficiency(*low, mfu=mfu), Efficiency(*high, mfu=mfu)
 
 
 def assumption_ids(*, training: bool, narrow: bool = False) -> tuple[str, ...]:
     """The assumption ids a performance figure of this kind depends on (for ``Quantity.assumptions``)."""
-    extra = (LOW_PRECISION,) if narrow else ()
+    del narrow
     if training:
-        return (
-            MATMUL,
-            *extra,
-            HALF_TOKENS,
-            BANDWIDTH,
-            TP_OVERLAP,
-            DP_OVERLAP,
-            LINK,
-            ALPHA_INTRA,
-            ALPHA_INTER,
-        )
-    return (MATMUL, *extra, HALF_TOKENS, BANDWIDTH, STEP_OVERHEAD, LINK, ALPHA_INTRA, ALPHA_INTER)
+        return (MATMUL, BANDWIDTH, TP_OVERLAP, DP_OVERLAP, LINK, ALPHA_INTRA, ALPHA_INTER)
+    return (MATMUL, BANDWIDTH, STEP_OVERHEAD, LINK, ALPHA_INTRA, ALPHA_INTER)
 
 
-_RELEVANT = {
-    (training, narrow): frozenset(assumption_ids(training=training, narrow=narrow))
-    for training in (False, True)
-    for narrow in (False, True)
-}
-#: What :func:`efficiencies` reads, in order: the relevant fields, then the fp8 factor when narrow.
-_READ = {
-    key: tuple(ident for ident in _FIELDS if ident in relevant) + ((LOW_PRECISION,) if key[1] else ())
-    for key, relevant in _RELEVANT.items()
-}
+#: What :func:`efficiencies` reads, in order.
+_READ = {training: assumption_ids(training=training) for training in (False, True)}

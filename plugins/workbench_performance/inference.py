@@ -1,13 +1,11 @@
 """Serving-time model: prefill, decode steps, TTFT, TPOT and throughput as functions of batch size.
 
-All work figures are per GPU of one replica (TP x PP GPUs) and come from the compute plugin's
-roofline at the scenario's batch size, split into a part every pass pays (weights) and a part
-per sequence (activations, KV-cache reads), so the model can be evaluated at any batch:
+All work figures are per GPU of one replica (TP x PP GPUs). A pass is the kernels of the
+per-operator model (:mod:`workbench_performance.operators`): every GEMM, attention and
+memory-bound kernel of a stage at the efficiency its shape reaches on the GPU's architecture:
 
-    decode step   = PP x max(bytes / (BW x bw_eff), FLOPs / (peak x matmul_eff(tokens)))
+    decode step   = PP x sum over kernels of max(compute, memory, minimum kernel time)
                     + TP/EP/PP communication + perf.step_overhead_s
-    bytes(b)      = weights (MoE: the local experts b tokens touch) + b x per-sequence bytes
-    FLOPs(b)      = b x per-sequence FLOPs
 
 With PP stages the batch is split into PP micro-batches that keep every stage busy; a token
 crosses all stages, so its step takes PP stage times. Serving policies (``scenario.serving``):
@@ -38,6 +36,8 @@ from dataclasses import dataclass
 from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
 from workbench_performance.model_constants import WeightElements, touched_fraction
+from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
+from workbench_performance.operators.profiles import KernelProfile
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
@@ -87,6 +87,10 @@ class InferenceInputs:
     max_concurrency: float | None
     comm: CommLayout
     transfer_link: Link
+    ops: GraphArrays  # the kernels of a forward pass of one stage, by shape
+    profile: KernelProfile  # kernel efficiencies of the GPU's architecture
+    compute_dtype: str  # the matmuls' dtype (roofline.compute_dtype)
+    act_bytes: float  # bytes per activation element
     #: bytes per routed-expert weight element when the checkpoint stores them apart (gpt-oss:
     #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
     expert_weight_bytes: float = 0.0
@@ -158,26 +162,85 @@ class ServePoint:
         return 1.0 / self.tpot_s if self.tpot_s else None
 
 
-def _kernels(
-    inp: InferenceInputs, eff: Efficiency, parts: tuple[tuple[float, float, float], ...]
-) -> tuple[float, float]:
-    """(memory-bound time, compute-bound time) of kernels run one after another.
+def kernels(
+    inp: InferenceInputs,
+    eff: Efficiency,
+    *,
+    tokens: float,
+    head_rows: float,
+    attention_flops: float,
+    attention_bytes: float,
+    context: float,
+    breakdown: bool = False,
+) -> PassKernels:
+    """The per-operator kernel times of one forward pass of one stage (:mod:`.operators.cost`)."""
+    return pass_kernels(
+        inp.ops,
+        inp.profile,
+        dtype=inp.compute_dtype,
+        peak_flops=inp.peak_flops,
+        bandwidth=inp.bandwidth,
+        tokens=tokens,
+        prompts=head_rows,
+        ep=inp.ep,
+        act_bytes=inp.act_bytes,
+        weight_bytes=inp.weight_bytes,
+        expert_weight_bytes=inp.expert_weight_bytes,
+        attention_flops=attention_flops,
+        attention_bytes=attention_bytes,
+        context=context,
+        gemm_scale=eff.matmul,
+        bandwidth_scale=eff.bandwidth,
+        gemm_override=eff.mfu,
+        breakdown=breakdown,
+    )
 
-    Each kernel is (bytes, FLOPs, rows): rows are the tokens of a matmul, or the keys an
-    attention kernel runs over, which set its efficiency.
-    """
-    bw = inp.bandwidth * eff.bandwidth
-    peak, matmul, half = inp.peak_flops, eff.matmul, eff.half_tokens
-    memory = compute = 0.0
-    for nbytes, flops, rows in parts:
-        t_mem = nbytes / bw
-        # eff.matmul_at(rows), inline: this runs a dozen times per estimate
-        t_comp = flops / (peak * (matmul * rows / (rows + half) if rows > 0 else matmul)) if flops else 0.0
-        if t_mem >= t_comp:
-            memory += t_mem
-        else:
-            compute += t_comp
-    return memory, compute
+
+def decode_kernels(
+    inp: InferenceInputs,
+    eff: Efficiency,
+    batch: float,
+    tokens_per_seq: float = 1.0,
+    prefill_tokens: float = 0.0,
+    *,
+    breakdown: bool = False,
+) -> PassKernels:
+    """Kernels of one stage in a decode step of ``batch`` sequences (see :func:`decode_pass`)."""
+    pp, s = inp.pp, inp.seq_len
+    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    pre = prefill_tokens / pp
+    decode_tokens = mb * tokens_per_seq
+    return kernels(
+        inp,
+        eff,
+        tokens=decode_tokens + pre,
+        head_rows=decode_tokens + pre / s,
+        attention_flops=decode_tokens * inp.decode_attention_flops + pre * inp.prompt_attention_flops / s,
+        attention_bytes=mb * inp.decode_kv_bytes,
+        context=s + 0.5 * inp.gen_len,
+        breakdown=breakdown,
+    )
+
+
+def prefill_kernels(
+    inp: InferenceInputs, eff: Efficiency, prompts: float, tokens_per_prompt: float | None = None,
+    *, breakdown: bool = False,
+) -> PassKernels:
+    """Kernels of one stage prefilling one micro-batch of ``prompts`` (see :func:`prefill_pass`)."""
+    s = inp.seq_len if tokens_per_prompt is None else tokens_per_prompt
+    share = s / inp.seq_len
+    m = min(max(prompts, 1.0), inp.pp)
+    per_mb = prompts / m
+    return kernels(
+        inp,
+        eff,
+        tokens=per_mb * s,
+        head_rows=per_mb,
+        attention_flops=per_mb * inp.prompt_attention_flops * share * share,
+        attention_bytes=0.0,
+        context=s,
+        breakdown=breakdown,
+    )
 
 
 def decode_pass(
@@ -189,30 +252,18 @@ def decode_pass(
 ) -> Pass:
     """One decode step of ``batch`` sequences (``tokens_per_seq`` > 1: a speculative verify pass),
     optionally carrying ``prefill_tokens`` prompt tokens (chunked prefill)."""
-    pp, s = inp.pp, inp.seq_len
+    pp = inp.pp
     mb = max(batch / pp, 1.0) if pp > 1 else batch
-    pre = prefill_tokens / pp
-    decode_tokens = mb * tokens_per_seq
-    tokens = decode_tokens + pre
-    gemm_bytes = (
-        inp.weight_bytes_read(tokens, decode=not pre)
-        + decode_tokens * inp.decode_act_bytes
-        + pre * inp.prompt_act_bytes / s
-    )
-    gemm_flops = decode_tokens * inp.matmul_flops_decode + pre * inp.matmul_flops_prompt / s
-    attention = (
-        mb * inp.decode_kv_bytes,
-        decode_tokens * inp.decode_attention_flops + pre * inp.prompt_attention_flops / s,
-        s + 0.5 * inp.gen_len,
-    )
-    memory, compute = _kernels(inp, eff, ((gemm_bytes, gemm_flops, tokens), attention))
+    tokens = mb * tokens_per_seq + prefill_tokens / pp
+    k = decode_kernels(inp, eff, batch, tokens_per_seq, prefill_tokens)
+    memory, compute, latency = k.memory_s, k.compute_s, k.latency_s
     comm = forward_comm_s(inp.comm, tokens, eff)
     return Pass(
-        pp * (memory + compute) + comm + eff.step_overhead_s,
+        pp * (memory + compute + latency) + comm + eff.step_overhead_s,
         pp * memory,
         pp * compute,
         comm,
-        eff.step_overhead_s,
+        eff.step_overhead_s + pp * latency,
     )
 
 
@@ -224,26 +275,19 @@ def prefill_pass(
     With PP, min(prompts, PP) micro-batches flow through the stages: (m + PP - 1) stage times.
     """
     s = inp.seq_len if tokens_per_prompt is None else tokens_per_prompt
-    share = s / inp.seq_len
     pp = inp.pp
     m = min(max(prompts, 1.0), pp)
-    per_mb = prompts / m
-    tokens = per_mb * s
-    gemm = (
-        inp.weight_bytes_read(tokens, decode=False) + per_mb * inp.prompt_act_bytes * share,
-        per_mb * inp.matmul_flops_prompt * share,
-        tokens,
-    )
-    attention = (0.0, per_mb * inp.prompt_attention_flops * share * share, s)
-    memory, compute = _kernels(inp, eff, (gemm, attention))
+    tokens = prompts / m * s
+    k = prefill_kernels(inp, eff, prompts, tokens_per_prompt)
+    memory, compute, latency = k.memory_s, k.compute_s, k.latency_s
     stages = m + pp - 1
     comm = forward_comm_s(inp.comm, tokens, eff) * (stages / pp)
     return Pass(
-        stages * (memory + compute) + comm + eff.step_overhead_s,
+        stages * (memory + compute + latency) + comm + eff.step_overhead_s,
         stages * memory,
         stages * compute,
         comm,
-        eff.step_overhead_s,
+        eff.step_overhead_s + stages * latency,
     )
 
 
@@ -255,14 +299,18 @@ def accepted_per_step(k: int, alpha: float) -> float:
 
 
 def _draft_pass(inp: InferenceInputs, eff: Efficiency, batch: float) -> float:
+    """A draft model's decode step: its weights at the achieved bandwidth, its FLOPs at the
+    profile's GEMM efficiency for ``mb`` rows (the draft's own layer shapes are not known)."""
     pp = inp.pp
     mb = max(batch / pp, 1.0) if pp > 1 else batch
-    memory, compute = _kernels(
-        inp,
-        eff,
-        ((inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq, mb * inp.draft_flops_per_token, mb),),
-    )
-    return pp * (memory + compute) + eff.step_overhead_s
+    prof = inp.profile
+    bw = inp.bandwidth * min(prof.bandwidth_efficiency * eff.bandwidth, 1.0)
+    tile = prof.tile_m
+    fill = min(mb / (math.ceil(mb / tile) * tile), 1.0)
+    gemm = eff.mfu or min(prof.gemm_efficiency_for(inp.compute_dtype) * eff.matmul, 1.0)
+    t_mem = (inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq) / bw
+    t_comp = mb * inp.draft_flops_per_token / (inp.peak_flops * gemm * fill)
+    return pp * max(t_mem, t_comp) + eff.step_overhead_s
 
 
 def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:

@@ -30,6 +30,9 @@ from workbench_performance.model_constants import (
     tp_collectives,
     weight_elements,
 )
+from workbench_performance.operators.cost import GraphArrays, graph_arrays
+from workbench_performance.operators.graph import forward_graph
+from workbench_performance.operators.profiles import profile_for
 from workbench_performance.training import TrainingInputs
 
 #: PCIe x16 bandwidth per direction by generation, GB/s (PCI-SIG; as in resources/catalog/nodes.yaml).
@@ -65,6 +68,12 @@ class Source:
                 obj.values,
             )
         return cls(obj.scenario, obj.model, obj.cluster, obj.params, obj.assumptions, obj.values)
+
+    @property
+    def compute_dtype(self) -> str:
+        """The matmuls' dtype (the compute plugin's roofline.compute_dtype; the scenario's otherwise)."""
+        quantity = self.values.get("roofline.compute_dtype")
+        return str(quantity.value) if quantity is not None else self.scenario.dtype.value
 
     @property
     def narrow(self) -> bool:
@@ -243,7 +252,27 @@ def inference_inputs(source: Any) -> InferenceInputs:
         comm=comm_layout(src),
         expert_weight_bytes=ewb,
         transfer_link=_transfer_link(node),
+        ops=stage_graph(arch, tp, ep, pp),
+        profile=profile_for(gpu.id),
+        compute_dtype=src.compute_dtype,
+        act_bytes=max(sc.dtype.bytes, 2.0),
     )
+
+
+_STAGE_GRAPHS: dict[tuple[int, int, int, int], tuple[object, GraphArrays]] = {}
+
+
+def stage_graph(arch: ModelArchitecture, tp: int, ep: int, pp: int) -> GraphArrays:
+    """The kernels of one pipeline stage's forward pass (cached per model and layout)."""
+    key = (id(arch), tp, ep, pp)
+    hit = _STAGE_GRAPHS.get(key)
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    arrays = graph_arrays(forward_graph(arch, tp, ep), pp)
+    if len(_STAGE_GRAPHS) > 512:
+        _STAGE_GRAPHS.clear()
+    _STAGE_GRAPHS[key] = (arch, arrays)
+    return arrays
 
 
 def _tokens_per_sequence(src: Source) -> int:
@@ -300,7 +329,8 @@ def training_inputs(source: Any) -> TrainingInputs:
     par = sc.parallel
     split = par.tp * par.pp
     fwd, per_token, bwd, rec, peak_tflops, bandwidth_gbps = src.numbers(_TRAINING_NUMBERS)
-    tokens_mb = float(_tokens_from(fwd, per_token, sc) * sc.batch_size)
+    seq = _tokens_from(fwd, per_token, sc)
+    tokens_mb = float(seq * sc.batch_size)
     fwd, bwd, rec = fwd or 0.0, bwd or 0.0, rec or 0.0
     m = sc.grad_accumulation_steps
     trainable = trainable_per_gpu(src)
@@ -330,4 +360,11 @@ def training_inputs(source: Any) -> TrainingInputs:
         pcie_gbps=PCIE_GBPS.get(gpu.pcie_gen or 4, 32.0),
         mfu=sc.mfu,
         comm=comm_layout(src),
+        ops=stage_graph(src.model, par.tp, par.ep, par.pp),
+        profile=profile_for(gpu.id),
+        compute_dtype=src.compute_dtype,
+        act_bytes=max(sc.dtype.bytes, 2.0),
+        seq_len=seq,
+        ep=par.ep,
+        weight_bytes=_weight_bytes(sc),
     )

@@ -6,7 +6,8 @@ from workbench.engine.estimator import EstimateContext
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_performance import efficiency as E
 from workbench_performance.communication import forward_comm
-from workbench_performance.inference import InferenceInputs, ServePoint, serve
+from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, prefill_kernels, serve
+from workbench_performance.operators.cost import PassKernels
 from workbench_performance.inputs import Source, inference_inputs
 from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
 
@@ -170,7 +171,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             p.prefill_s,
             "s",
             "Prefill of one prompt",
-            lambda: f"{s} tokens alone on one replica: {_prefill_text(inp)}",
+            lambda: f"{s} tokens alone on one replica: {_prefill_text(inp, central)}",
             used,
         )
     if want("performance.decode_step_s"):
@@ -285,8 +286,8 @@ def _efficiency_text(eff: E.Efficiency) -> str:
     if hit is not None and hit[0] is eff:
         return hit[1]
     text = (
-        f"matmul eff {eff.matmul:g} x tokens/(tokens+{eff.half_tokens:g}), "
-        f"bandwidth eff {eff.bandwidth:g}, overhead {ms(eff.step_overhead_s)}"
+        f"kernel profile x {eff.matmul:g} (compute), x {eff.bandwidth:g} (bandwidth), "
+        f"overhead {ms(eff.step_overhead_s)}"
     )
     if len(_EFFICIENCY_TEXT) > 256:
         _EFFICIENCY_TEXT.clear()
@@ -306,13 +307,9 @@ def _policy(inp: InferenceInputs) -> str:
     return "continuous batching, chunked prefill" if inp.chunked else "continuous batching"
 
 
-def _prefill_text(inp: InferenceInputs) -> str:
-    s = inp.seq_len
-    return (
-        f"PP {inp.pp} x [matmuls max({g(inp.weight_bytes_read(s, decode=False) + inp.prompt_act_bytes)} B / "
-        f"{g(inp.bandwidth)} B/s, {g(inp.matmul_flops_prompt)} FLOP / {g(inp.peak_flops)} FLOP/s x eff) + "
-        f"attention {g(inp.prompt_attention_flops)} FLOP] + TP communication + overhead"
-    )
+def _prefill_text(inp: InferenceInputs, eff: E.Efficiency) -> str:
+    k = prefill_kernels(inp, eff, 1, breakdown=True)
+    return f"PP {inp.pp} x [{kernel_breakdown(k, inp)}] + TP communication + overhead"
 
 
 def _ttft_formula(inp: InferenceInputs, p: ServePoint) -> str:
@@ -337,15 +334,10 @@ def _ttft_formula(inp: InferenceInputs, p: ServePoint) -> str:
 
 def _tpot_formula(inp: InferenceInputs, p: ServePoint, eff: E.Efficiency) -> str:
     mb = max(p.batch / inp.pp, 1.0) if inp.pp > 1 else p.batch
-    gemm_bytes = inp.weight_bytes_read(mb, decode=True) + mb * inp.decode_act_bytes
-    gemm_flops = mb * inp.matmul_flops_decode
     comm = forward_comm(inp.comm, mb, eff)
-    bw = f"({g(inp.bandwidth)} B/s x {eff.bandwidth:g})"
+    k = decode_kernels(inp, eff, p.batch, breakdown=True)
     text = (
-        f"PP {inp.pp} x [matmuls max({g(gemm_bytes)} B / {bw}, {g(gemm_flops)} FLOP / "
-        f"({g(inp.peak_flops)} "
-        f"FLOP/s x {eff.matmul_at(mb):.3f})) + attention max({g(mb * inp.decode_kv_bytes)} B KV / {bw}, "
-        f"{g(mb * inp.decode_attention_flops)} FLOP)] + TP {ms(comm.tp_s)} + EP {ms(comm.ep_s)} "
+        f"PP {inp.pp} x [{kernel_breakdown(k, inp)}] + TP {ms(comm.tp_s)} + EP {ms(comm.ep_s)} "
         "+ PP sends "
         f"{ms(comm.pp_s)} + overhead {ms(eff.step_overhead_s)} = decode step {ms(p.decode_step_s)}"
     )
@@ -357,6 +349,13 @@ def _tpot_formula(inp: InferenceInputs, p: ServePoint, eff: E.Efficiency) -> str
     if p.prefill_share and _policy(inp).startswith("continuous"):
         text += f"; + prompt stalls ({p.prefill_share:.1%} of time)"
     return text + f" = {ms(p.tpot_s)}"
+
+
+def kernel_breakdown(k: PassKernels, inp: InferenceInputs) -> str:
+    """The kernels of one stage's pass in words: group, time, what bounds it (the per-operator
+    breakdown --explain shows)."""
+    rows = ", ".join(f"{name} {ms(float(t))} ({bound})" for name, t, bound in k.rows or ())
+    return f"kernels on {inp.profile.title} profile: {rows}"
 
 
 def _always(key: str) -> bool:

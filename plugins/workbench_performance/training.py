@@ -2,7 +2,7 @@
 
 Per GPU (one pipeline stage of one TP group), for one micro-batch of ``b`` sequences::
 
-    t_mb = (forward + backward + recompute FLOPs) / (peak x matmul_eff(b x s tokens))
+    t_mb = forward + backward + recompute kernels (per-operator model, b x s token rows)
            + (TP + EP collectives of forward, backward and recompute) x (1 - perf.tp_comm_overlap)
            + pipeline sends (activations forward, gradients backward; x v chunks when interleaved)
 
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
 from workbench_performance.efficiency import Efficiency
+from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
+from workbench_performance.operators.profiles import KernelProfile
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
@@ -53,6 +55,13 @@ class TrainingInputs:
     pcie_gbps: float
     mfu: float | None  # scenario override
     comm: CommLayout
+    ops: GraphArrays  # the kernels of one stage's forward pass, by shape
+    profile: KernelProfile
+    compute_dtype: str
+    act_bytes: float
+    seq_len: int
+    ep: int
+    weight_bytes: float  # bytes per weight element the GEMMs read
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
@@ -94,9 +103,56 @@ def bubble_fraction(pp: int, microbatches: int, virtual_stages: int) -> float:
     return (pp - 1) / (max(virtual_stages, 1) * max(microbatches, 1))
 
 
+def forward_kernels(inp: TrainingInputs, eff: Efficiency, *, breakdown: bool = False) -> PassKernels:
+    """The forward kernels of one micro-batch on one stage; the attention kernels get the FLOPs
+    the compute plugin counts beyond the GEMMs (its forward FLOPs are exact)."""
+    probe = _pass(inp, eff, 0.0, False)
+    attention = max(inp.fwd_flops - probe.gemm_flops, 0.0)
+    return _pass(inp, eff, attention, breakdown)
+
+
+def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdown: bool) -> PassKernels:
+    return pass_kernels(
+        inp.ops,
+        inp.profile,
+        dtype=inp.compute_dtype,
+        peak_flops=inp.peak_flops,
+        bandwidth=inp.bandwidth,
+        tokens=inp.tokens_mb,
+        prompts=inp.tokens_mb,
+        ep=inp.ep,
+        act_bytes=inp.act_bytes,
+        weight_bytes=inp.weight_bytes,
+        expert_weight_bytes=0.0,
+        attention_flops=attention_flops,
+        attention_bytes=0.0,
+        context=inp.seq_len,
+        gemm_scale=eff.matmul,
+        bandwidth_scale=eff.bandwidth,
+        breakdown=breakdown,
+    )
+
+
+def pass_times(inp: TrainingInputs, eff: Efficiency) -> tuple[float, float, float]:
+    """(forward, backward, recompute) time of one micro-batch on one stage.
+
+    Backward GEMMs do twice the forward's work (input and weight gradients) at the same shapes;
+    backward attention gets the FLOPs the compute plugin counts beyond them, at the profile's
+    backward efficiency; memory-bound kernels move twice the bytes. Recomputation repeats the
+    forward in proportion to the FLOPs it recomputes.
+    """
+    k = forward_kernels(inp, eff)
+    t_f = k.memory_s + k.compute_s + k.latency_s
+    attention_bwd = max(inp.bwd_flops - 2.0 * k.gemm_flops, 0.0)
+    att_fwd_flops = max(inp.fwd_flops - k.gemm_flops, 0.0)
+    per_flop = k.attention_s / att_fwd_flops if att_fwd_flops else 0.0
+    t_b = 2.0 * k.gemm_s + attention_bwd * per_flop / inp.profile.attention_backward_ratio + 2.0 * k.elementwise_s
+    t_r = t_f * inp.recompute_flops / inp.fwd_flops if inp.fwd_flops else 0.0
+    return t_f, t_b, t_r
+
+
 def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
-    rate = inp.peak_flops * eff.matmul_at(inp.tokens_mb)
-    t_f, t_b, t_r = inp.fwd_flops / rate, inp.bwd_flops / rate, inp.recompute_flops / rate
+    t_f, t_b, t_r = pass_times(inp, eff)
     comm = forward_comm(inp.comm, inp.tokens_mb, eff)
     pp = inp.pp
     # forward_comm covers every stage of the pipeline; a GPU pays its own stage's share
@@ -119,7 +175,7 @@ def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
     compute = m * (t_f + t_b + t_r)
     peak_all = inp.world * inp.peak_flops * step
     busy = (
-        min(inp.hardware_flops_step / peak_all / eff.matmul, 1.0)
+        min(inp.hardware_flops_step / peak_all / inp.profile.gemm_efficiency_for(inp.compute_dtype), 1.0)
         if overridden
         else min((compute + optimizer) / step, 1.0)
     )

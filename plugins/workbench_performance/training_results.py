@@ -6,8 +6,9 @@ from workbench.core.scenario import Offload
 from workbench.engine.estimator import EstimateContext
 from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_performance import efficiency as E
+from workbench_performance.training import forward_kernels
 from workbench_performance.inputs import Source, training_inputs
-from workbench_performance.text import g, idle_gpus, not_applicable_to, null
+from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
 from workbench_performance.training import TrainingInputs, TrainStep, train_step
 
 
@@ -112,9 +113,9 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
             "s",
             "Compute per step (one GPU)",
             lambda: (
-                f"{m} micro-batches x (forward {g(inp.fwd_flops)} + backward "
-                f"{g(inp.bwd_flops)} + recompute {g(inp.recompute_flops)} FLOP) / "
-                f"({g(inp.peak_flops)} FLOP/s x {central.matmul_at(inp.tokens_mb):.3f})"
+                f"{m} micro-batches x (forward + backward (2x the GEMMs, attention backward "
+                f"{g(inp.bwd_flops)} FLOP in all) + recompute {g(inp.recompute_flops)} FLOP); forward "
+                f"{forward_breakdown(inp, central)}"
             ),
             used,
         )
@@ -313,3 +314,10 @@ _BOUND_KEYS = (
     "performance.train_time_days_low",
     "performance.train_time_days_high",
 )
+
+
+def forward_breakdown(inp, eff) -> str:  # noqa: ANN001
+    """One micro-batch's forward kernels on one stage, in words (the per-operator breakdown)."""
+    k = forward_kernels(inp, eff, breakdown=True)
+    rows = ", ".join(f"{name} {ms(float(t))} ({bound})" for name, t, bound in k.rows or ())
+    return f"kernels on {inp.profile.title} profile: {rows}"

@@ -1,0 +1,201 @@
+"""Time of the kernels of one forward pass: each kernel at the efficiency of its shape.
+
+Every kernel costs ``max(compute time, memory time) + kernel latency``:
+
+* **GEMM** of ``M`` token rows by a ``K x N`` weight: ``2 M N K`` FLOPs at
+  ``peak x gemm_efficiency[dtype] x pad(M) x K/(K + k_half) x N/(N + n_half)``, where ``pad(M)``
+  is the share of the M-tiles the rows fill (``M / (ceil(M / tile_m) tile_m)``: 8 decode rows
+  in a 64-row tile use an eighth of the tensor cores) and the two saturating factors are the
+  prologue/epilogue cost of thin matrices; bytes: the weight plus the activations it reads and
+  writes, at the achieved copy bandwidth. Routed experts: a grouped GEMM per layer over the
+  experts the tokens touch, each with the rows routed to it.
+* **Attention**: prefill FLOPs at ``attention_efficiency[dtype] x s / (s + attention_half_seq)``;
+  decode reads the KV cache at the achieved bandwidth.
+* **Memory-bound kernels** (norms + residual adds, activation, rotary; router, permutation and
+  un-permutation in MoE layers): their bytes at the achieved bandwidth.
+* Every kernel adds ``min_kernel_s``: launch, ramp-up and tail, during which it neither computes
+  nor streams at its rate (a 64-row FP8 GEMM that streams 15 MB of weights on an H800 reaches
+  1.7 TB/s, not the 3 TB/s of a long copy, because of these microseconds).
+
+The efficiencies are kernel-level data per GPU architecture (:mod:`.profiles`). All arithmetic is
+numpy over the GEMM groups, and over configurations when ``tokens`` is an array of shape
+``(points, 1)``: one call costs a whole sweep's passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from workbench_performance.operators.graph import ForwardGraph
+from workbench_performance.operators.profiles import KernelProfile
+
+
+@dataclass(slots=True)
+class GraphArrays:
+    """The GEMM groups of a :class:`ForwardGraph` as arrays, per pipeline stage."""
+
+    names: tuple[str, ...]
+    n: np.ndarray
+    k: np.ndarray
+    count: np.ndarray  # GEMMs per forward pass of one stage
+    kernels: np.ndarray  # kernel launches per forward pass of one stage (a grouped GEMM: one per layer)
+    expert: np.ndarray  # bool
+    head: np.ndarray  # bool
+    graph: ForwardGraph
+    pp: int
+
+
+def graph_arrays(graph: ForwardGraph, pp: int) -> GraphArrays:
+    gemms = graph.gemms
+    count = np.array([g.count for g in gemms], dtype=float) / pp
+    expert = np.array([g.expert for g in gemms], dtype=bool)
+    local = graph.local_experts or 1.0
+    kernels = np.where(expert, count / local, count)
+    return GraphArrays(
+        tuple(g.name for g in gemms),
+        np.array([g.n for g in gemms], dtype=float),
+        np.array([g.k for g in gemms], dtype=float),
+        count,
+        kernels,
+        expert,
+        np.array([g.head for g in gemms], dtype=bool),
+        graph,
+        pp,
+    )
+
+
+@dataclass(slots=True)
+class PassKernels:
+    """Kernel times of one forward pass of one stage, by what bounds each kernel."""
+
+    memory_s: object  # float or array over points: kernels bound by memory bandwidth
+    compute_s: object  # kernels bound by compute
+    latency_s: object  # launch and tail latency of every kernel
+    gemm_s: object  # all GEMMs (any bound), for the breakdown
+    attention_s: object
+    elementwise_s: object
+    gemm_flops: object
+    rows: tuple[tuple[str, object, str], ...] | None = None  # (kernel group, time, bound) when asked
+
+
+def pass_kernels(
+    ga: GraphArrays,
+    prof: KernelProfile,
+    *,
+    dtype: str,
+    peak_flops: float,
+    bandwidth: float,
+    tokens,  # noqa: ANN001 - float or array (points, 1): token rows of the pass on one stage
+    prompts,  # noqa: ANN001 - rows of the output head (prefill: one per prompt; decode: tokens)
+    ep: int,
+    act_bytes: float,
+    weight_bytes: float,
+    expert_weight_bytes: float,
+    attention_flops,  # noqa: ANN001 - attention FLOPs of the pass on one stage
+    attention_bytes,  # noqa: ANN001 - KV-cache bytes the attention kernels read (decode)
+    context,  # noqa: ANN001 - keys per query the attention kernel runs over
+    gemm_scale: float = 1.0,
+    bandwidth_scale: float = 1.0,
+    gemm_override: float | None = None,
+    breakdown: bool = False,
+) -> PassKernels:
+    """Kernel times of one forward pass of one stage.
+
+    ``gemm_scale`` and ``bandwidth_scale`` multiply the profile's GEMM/attention and bandwidth
+    efficiencies (the assumptions' plausible ranges); ``gemm_override`` (the scenario's --mfu)
+    replaces both compute efficiencies outright.
+    """
+    graph = ga.graph
+    bw = bandwidth * min(prof.bandwidth_efficiency * bandwidth_scale, 1.0)
+    eff_max = gemm_override or min(prof.gemm_efficiency_for(dtype) * gemm_scale, 1.0)
+    att_max = gemm_override or min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
+    floor = prof.min_kernel_s
+    t = np.asarray(tokens, dtype=float)
+    rows = np.where(ga.head, np.asarray(prompts, dtype=float), t)
+    touched = np.ones_like(ga.n)
+    if graph.num_experts:
+        # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
+        # the experts they touch (uniform routing) each get rows / touched of them.
+        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t * ep, 0.0)
+        routed = t * graph.top_k * graph.local_experts * ep / graph.num_experts
+        touched_experts = np.maximum(graph.local_experts * share, 1e-9)
+        rows = np.where(ga.expert, routed / touched_experts, rows)
+        touched = np.where(ga.expert, share, 1.0)
+    count = ga.count * touched
+    wbytes = np.where(ga.expert, expert_weight_bytes or weight_bytes, weight_bytes)
+    flops = 2.0 * rows * ga.n * ga.k * count
+    nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
+    tile = prof.tile_m
+    pad = rows / (np.ceil(np.maximum(rows, 1e-9) / tile) * tile)
+    eff = eff_max * np.minimum(pad, 1.0) * ga.k / (ga.k + prof.gemm_half_k) * ga.n / (ga.n + prof.gemm_half_n)
+    t_comp = flops / (peak_flops * eff)
+    t_mem = nbytes / bw
+    t_lat = ga.kernels * floor + 0.0 * t
+    t_gemm = np.maximum(t_comp, t_mem) + t_lat
+    comp_b = t_comp >= t_mem
+    memory = (np.maximum(t_comp, t_mem) * ~comp_b).sum(axis=-1)
+    compute = (t_comp * comp_b).sum(axis=-1)
+    latency = t_lat.sum(axis=-1)
+
+    # Attention kernels (one per attention layer of the stage).
+    layers = graph.attention_layers / ga.pp
+    ctx = np.asarray(context, dtype=float)
+    a_eff = att_max * ctx / (ctx + prof.attention_half_seq)
+    a_comp = np.asarray(attention_flops, dtype=float) / (peak_flops * a_eff)
+    a_mem = np.asarray(attention_bytes, dtype=float) / bw
+    a_lat = layers * floor
+    a_core = np.maximum(a_comp, a_mem)
+    t_att = a_core + a_lat
+    a_is_comp = a_comp >= a_mem
+
+    # Memory-bound kernels: per layer two fused residual-add + norm (read x and the residual,
+    # write both), the MLP activation (read gate and up, write one), rotary on q and k; per MoE
+    # layer router top-k, permutation and un-permutation of the routed copies.
+    g = graph
+    per_token = (
+        g.layers * 2 * 4 * g.hidden + g.layers * 3 * g.ffn_width + g.attention_layers * 2 * g.qk_width
+    ) * act_bytes
+    per_token += g.moe_layers * 4 * g.top_k * g.hidden * act_bytes
+    e_kernels = (g.layers * prof.elementwise_kernels_per_layer + g.moe_layers * 4) / ga.pp
+    e_mem = t * per_token / ga.pp / bw
+    e_lat = e_kernels * floor
+    t_elem = e_mem + e_lat
+
+    memory = memory + a_core * ~a_is_comp + e_mem
+    compute = compute + a_core * a_is_comp
+    latency = latency + a_lat + e_lat
+    out = PassKernels(
+        _plain(memory),
+        _plain(compute),
+        _plain(latency),
+        _plain(t_gemm.sum(axis=-1)),
+        _plain(t_att),
+        _plain(t_elem),
+        _plain(flops.sum(axis=-1)),
+    )
+    if breakdown:
+        names = ga.names
+        listed = []
+        for i, name in enumerate(names):
+            bound = _bound(comp_b[..., i], t_comp[..., i], t_mem[..., i], t_lat[..., i])
+            listed.append((name, _plain(t_gemm[..., i]), bound))
+        listed.append(("attention", _plain(t_att), _bound(a_is_comp, a_comp, a_mem, a_lat)))
+        listed.append(("norms, activation, rotary, routing", _plain(t_elem), _bound(False, 0.0, e_mem, e_lat)))
+        out.rows = tuple(listed)
+    return out
+
+
+def _bound(is_compute, t_comp, t_mem, t_lat) -> str:  # noqa: ANN001
+    """What dominates one kernel group's time (first configuration)."""
+    core = float(np.ravel(np.maximum(t_comp, t_mem))[0])
+    if float(np.ravel(t_lat)[0]) > core:
+        return "latency"
+    return "compute" if bool(np.ravel(is_compute)[0]) else "memory"
+
+
+def _plain(x):  # noqa: ANN001, ANN202
+    """A Python float for one configuration, the array otherwise."""
+    a = np.asarray(x)
+    return float(a) if a.size == 1 else a.reshape(-1)
