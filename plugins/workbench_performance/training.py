@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
-from workbench_performance.efficiency import Efficiency
+from workbench_performance.efficiency import NARROW_DTYPES, Efficiency
 from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
 from workbench_performance.operators.profiles import KernelProfile
 
@@ -129,6 +129,7 @@ def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdow
         context=inp.seq_len,
         gemm_scale=eff.matmul,
         bandwidth_scale=eff.bandwidth,
+        casts=inp.compute_dtype in NARROW_DTYPES,
         breakdown=breakdown,
     )
 

@@ -20,9 +20,8 @@ from workbench_performance.communication import (
 from workbench_performance.efficiency import Efficiency
 
 EFF = Efficiency(
-    matmul=0.65,
-    half_tokens=64,
-    bandwidth=0.8,
+    matmul=1.0,
+    bandwidth=1.0,
     step_overhead_s=0.001,
     tp_overlap=0.0,
     dp_overlap=0.8,

@@ -3,11 +3,13 @@
 Every kernel costs ``max(compute time, memory time) + kernel latency``:
 
 * **GEMM** of ``M`` token rows by a ``K x N`` weight: ``2 M N K`` FLOPs at
-  ``peak x gemm_efficiency[dtype] x pad(M) x K/(K + k_half) x N/(N + n_half)``, where ``pad(M)``
-  is the share of the M-tiles the rows fill (``M / (ceil(M / tile_m) tile_m)``: 8 decode rows
-  in a 64-row tile use an eighth of the tensor cores) and the two saturating factors are the
-  prologue/epilogue cost of thin matrices; bytes: the weight plus the activations it reads and
-  writes, at the achieved copy bandwidth. Routed experts: a grouped GEMM per layer over the
+  ``peak x gemm_efficiency[dtype] x fill(M) x K/(K + k_half) x N/(N + n_half)``, the two
+  saturating factors being the prologue/epilogue cost of thin matrices; bytes: the weight plus
+  the activations it reads and
+  writes, at the achieved copy bandwidth. ``fill(M) = min(M / tile_m, 1)``: a GEMM of fewer rows
+  than the smallest M-tile pays for a whole tile (8 decode rows in a 64-row tile use an eighth of
+  the tensor cores); above it, libraries pick tiles that fit (no wave-quantization steps, so more
+  rows never make a pass faster). Routed experts: a grouped GEMM per layer over the
   experts the tokens touch, each with the rows routed to it.
 * **Attention**: prefill FLOPs at ``attention_efficiency[dtype] x s / (s + attention_half_seq)``;
   decode reads the KV cache at the achieved bandwidth.
@@ -99,6 +101,7 @@ def pass_kernels(
     gemm_scale: float = 1.0,
     bandwidth_scale: float = 1.0,
     gemm_override: float | None = None,
+    casts: bool = False,
     breakdown: bool = False,
 ) -> PassKernels:
     """Kernel times of one forward pass of one stage.
@@ -127,9 +130,8 @@ def pass_kernels(
     wbytes = np.where(ga.expert, expert_weight_bytes or weight_bytes, weight_bytes)
     flops = 2.0 * rows * ga.n * ga.k * count
     nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
-    tile = prof.tile_m
-    pad = rows / (np.ceil(np.maximum(rows, 1e-9) / tile) * tile)
-    eff = eff_max * np.minimum(pad, 1.0) * ga.k / (ga.k + prof.gemm_half_k) * ga.n / (ga.n + prof.gemm_half_n)
+    fill = np.minimum(rows / prof.tile_m, 1.0)
+    eff = eff_max * fill * ga.k / (ga.k + prof.gemm_half_k) * ga.n / (ga.n + prof.gemm_half_n)
     t_comp = flops / (peak_flops * eff)
     t_mem = nbytes / bw
     t_lat = ga.kernels * floor + 0.0 * t
@@ -158,7 +160,13 @@ def pass_kernels(
         g.layers * 2 * 4 * g.hidden + g.layers * 3 * g.ffn_width + g.attention_layers * 2 * g.qk_width
     ) * act_bytes
     per_token += g.moe_layers * 4 * g.top_k * g.hidden * act_bytes
+    if casts:
+        # 8-bit GEMMs whose inputs arrive in 16 bits: a quantize kernel per GEMM input reads
+        # the 16-bit activations and writes the 8-bit copy (Transformer Engine's cast kernels).
+        per_token += float((ga.k * ga.count * np.where(ga.expert, g.top_k / max(g.local_experts, 1e-9), 1.0)).sum()) * ga.pp * (act_bytes + 1.0)
     e_kernels = (g.layers * prof.elementwise_kernels_per_layer + g.moe_layers * 4) / ga.pp
+    if casts:
+        e_kernels = e_kernels + float(ga.kernels.sum())
     e_mem = t * per_token / ga.pp / bw
     e_lat = e_kernels * floor
     t_elem = e_mem + e_lat
