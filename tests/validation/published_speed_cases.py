@@ -16,6 +16,10 @@ The mapping is generic, by config field, and was written without looking at any 
 * inputs that define the workload itself (compute precision, sequence / prompt length) must be
   stated; a record without them is not predicted. Inputs with a workbench default (micro-batch,
   output length, KV dtype, EP) take it, and the report lists it;
+* a serving batch is the stated batch; else the stated concurrency per replica; else, for an
+  arrival rate, the concurrency Little's law gives at the model's own latency; else, for a
+  max-load (offline) run, the KV-cache capacity capped at 4096 as the fitted cases of this doc
+  do. An unstated TP is the smallest power of two that fits. Each such choice is listed;
 * every config field is either consumed by a rule below or listed as ``unmodelled`` (CP, arrival
   rates, attention DP, token dispatchers, software stacks, ...), so nothing a source states
   disappears silently.

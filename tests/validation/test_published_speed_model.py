@@ -25,6 +25,7 @@ from published_speed_cases import (
     record,
     render,
     run,
+    with_section,
 )
 
 
@@ -177,6 +178,15 @@ def test_the_documented_section_is_current() -> None:
     assert documented == render(), (
         f"{DOC.name} is stale: run python tests/validation/published_speed_cases.py"
     )
+
+
+def test_the_section_is_inserted_once_and_then_replaced() -> None:
+    doc = "# Title\n\ntext\n\n## Limitations\n\n* one\n"
+    first = with_section(doc, "<!-- published-speed:start -->\nA\n<!-- published-speed:end -->")
+    assert first.index("A\n") < first.index("## Limitations") and first.startswith("# Title")
+    second = with_section(first, "<!-- published-speed:start -->\nB\n<!-- published-speed:end -->")
+    assert second == first.replace("\nA\n", "\nB\n")
+    assert documented_section(second) == "<!-- published-speed:start -->\nB\n<!-- published-speed:end -->"
 
 
 @pytest.mark.xfail(
