@@ -21,6 +21,8 @@ BANDWIDTH = "perf.bandwidth_efficiency_scale"
 STEP_OVERHEAD = "perf.step_overhead_s"
 TP_OVERLAP = "perf.tp_comm_overlap"
 DP_OVERLAP = "perf.dp_comm_overlap"
+EP_OVERLAP = "perf.ep_comm_overlap"
+IMBALANCE = "moe.load_imbalance"
 LINK = "comm.bandwidth_efficiency"
 ALPHA_INTRA = "comm.latency_intra_node_s"
 ALPHA_INTER = "comm.latency_inter_node_s"
@@ -91,6 +93,32 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
         1.0,
     ),
     Assumption(
+        EP_OVERLAP,
+        "Share of expert-parallel all-to-all hidden behind compute (training)",
+        0.0,
+        "fraction",
+        "Megatron-Core runs the token dispatch/combine all-to-all on the critical path unless "
+        "--overlap-moe-expert-parallel-comm (overlap with the other micro-batch's compute in 1F1B) is "
+        "on; DeepSeek-V3's DualPipe (DeepSeek-AI 2024, sec. 3.2.1) hides it almost fully. Range 0-0.9.",
+        "0: every dispatch and combine of a training step adds to its time; 1: all hidden.",
+        0.0,
+        1.0,
+    ),
+    Assumption(
+        IMBALANCE,
+        "Tokens the busiest expert-parallel rank computes, relative to the average",
+        1.1,
+        "factor",
+        "Routers trained with a load-balancing loss keep the busiest expert near the mean but not at it: "
+        "Switch Transformer (Fedus et al. 2021, sec. 2.2) sizes expert buffers with capacity factors of "
+        "1.0-1.25 and GShard (Lepikhin et al. 2020) with 1.25 for that reason; benchmark runs that force "
+        "balanced routing sit at 1.0. Range 1.0-1.3.",
+        "Multiplies the rows of the routed-expert GEMMs: the grouped GEMM of a step waits for the rank "
+        "with the most routed tokens.",
+        1.0,
+        4.0,
+    ),
+    Assumption(
         LINK,
         "Achieved fraction of link bandwidth in collectives",
         0.80,
@@ -136,6 +164,8 @@ RANGES: dict[str, tuple[float, float]] = {
     BANDWIDTH: (0.90, 1.05),
     STEP_OVERHEAD: (0.003, 0.0003),
     TP_OVERLAP: (0.0, 0.5),
+    EP_OVERLAP: (0.0, 0.9),
+    IMBALANCE: (1.3, 1.0),
     DP_OVERLAP: (0.5, 1.0),
     LINK: (0.60, 0.90),
     ALPHA_INTRA: (1e-5, 2e-6),
@@ -154,6 +184,8 @@ class Efficiency:
     step_overhead_s: float
     tp_overlap: float
     dp_overlap: float
+    ep_overlap: float
+    load_imbalance: float
     link: float
     alpha_intra_s: float
     alpha_inter_s: float
@@ -167,6 +199,8 @@ _FIELDS = (
     STEP_OVERHEAD,
     TP_OVERLAP,
     DP_OVERLAP,
+    EP_OVERLAP,
+    IMBALANCE,
     LINK,
     ALPHA_INTRA,
     ALPHA_INTER,
@@ -176,7 +210,7 @@ NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
 def _clamp(ident: str, value: float) -> float:
-    if ident in (TP_OVERLAP, DP_OVERLAP, LINK):
+    if ident in (TP_OVERLAP, DP_OVERLAP, EP_OVERLAP, LINK):
         return min(max(value, 0.0), 1.0)
     return max(value, 0.0)
 
@@ -223,8 +257,8 @@ def assumption_ids(*, training: bool, narrow: bool = False) -> tuple[str, ...]:
     """The assumption ids a performance figure of this kind depends on (for ``Quantity.assumptions``)."""
     del narrow
     if training:
-        return (MATMUL, BANDWIDTH, TP_OVERLAP, DP_OVERLAP, LINK, ALPHA_INTRA, ALPHA_INTER)
-    return (MATMUL, BANDWIDTH, STEP_OVERHEAD, LINK, ALPHA_INTRA, ALPHA_INTER)
+        return (MATMUL, BANDWIDTH, TP_OVERLAP, DP_OVERLAP, EP_OVERLAP, IMBALANCE, LINK, ALPHA_INTRA, ALPHA_INTER)
+    return (MATMUL, BANDWIDTH, IMBALANCE, STEP_OVERHEAD, LINK, ALPHA_INTRA, ALPHA_INTER)
 
 
 #: What :func:`efficiencies` reads, in order.

@@ -191,6 +191,7 @@ def kernels(
         context=context,
         gemm_scale=eff.matmul,
         bandwidth_scale=eff.bandwidth,
+        load_imbalance=eff.load_imbalance,
         gemm_override=eff.mfu,
         breakdown=breakdown,
     )

@@ -129,6 +129,7 @@ def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdow
         context=inp.seq_len,
         gemm_scale=eff.matmul,
         bandwidth_scale=eff.bandwidth,
+        load_imbalance=eff.load_imbalance,
         casts=inp.compute_dtype in NARROW_DTYPES,
         breakdown=breakdown,
     )
@@ -157,7 +158,7 @@ def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
     comm = forward_comm(inp.comm, inp.tokens_mb, eff)
     pp = inp.pp
     # forward_comm covers every stage of the pipeline; a GPU pays its own stage's share
-    tp_ep = (comm.tp_s + comm.ep_s) / pp * inp.tp_passes * (1.0 - eff.tp_overlap)
+    tp_ep = (comm.tp_s * (1.0 - eff.tp_overlap) + comm.ep_s * (1.0 - eff.ep_overlap)) / pp * inp.tp_passes
     send = 2.0 * inp.virtual_stages * p2p_s(comm.pp_bytes, inp.comm.pp_link, eff) if pp > 1 else 0.0
     t_mb = t_f + t_b + t_r + tp_ep + send
     m = inp.microbatches

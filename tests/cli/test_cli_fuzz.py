@@ -85,7 +85,7 @@ numbers_as_text = st.one_of(
 )
 flag_values = st.one_of(numbers_as_text, texts, st.just("x" * 10_000))
 flag_names = [flag for flag, *_ in _FLAGS] + ["--set", "--sp", "--model", "--scenario", "--project"]
-assumption_ids = st.sampled_from(["memory.fragmentation", "memory.cuda_context_gib", "perf.matmul_efficiency",
+assumption_ids = st.sampled_from(["memory.fragmentation", "memory.cuda_context_gib", "perf.kernel_efficiency_scale",
                                   "comm.bandwidth_efficiency", "no.such.id", ""])
 
 
@@ -170,7 +170,7 @@ sensible = st.fixed_dictionaries(
         "seq_len": st.sampled_from([128, 2048, 32768]),
         "num_gpus": st.sampled_from([1, 2, 8]),
         "parallel": st.fixed_dictionaries({}, optional={"tp": st.sampled_from([1, 2, 8]), "zero_stage": st.integers(0, 3)}),
-        "assumptions": st.dictionaries(st.sampled_from(["memory.fragmentation", "perf.matmul_efficiency"]),
+        "assumptions": st.dictionaries(st.sampled_from(["memory.fragmentation", "perf.kernel_efficiency_scale"]),
                                        st.floats(0.05, 1.0), max_size=2),
     },
 )

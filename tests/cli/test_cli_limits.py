@@ -48,7 +48,7 @@ def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     ("memory.fragmentation=1e999", ["memory.fragmentation", "inf"]),
     ("memory.fragmentation=2", ["memory.fragmentation", " 2 ", "0 to 1"]),
     ("memory.cuda_context_gib=-1", ["memory.cuda_context_gib", "-1", "0 to 64"]),
-    ("perf.matmul_efficiency=1e9", ["perf.matmul_efficiency", "1e+09", "0.01 to 1"]),
+    ("perf.kernel_efficiency_scale=1e9", ["perf.kernel_efficiency_scale", "1e+09", "0.01 to 2"]),
     ("comm.bandwidth_efficiency=0", ["comm.bandwidth_efficiency", "0.01 to 1"]),
     ("perf.step_overhead_s=-0.001", ["perf.step_overhead_s", "0 to 60"]),
     ("no.such.assumption=nan", ["no.such.assumption", "not a finite number"]),
@@ -64,7 +64,7 @@ def test_scenario_file_assumptions_are_checked_like_set(tmp_path: Path, capsys: 
     for text, needle in [
         ("model: llama-3.1-8b\nassumptions:\n  memory.fragmentation: .nan\n", "not a finite number"),
         ("model: llama-3.1-8b\nassumptions:\n  memory.cuda_context_gib: -3\n", "0 to 64"),
-        ("model: llama-3.1-8b\nassumptions:\n  perf.matmul_efficiency: '7'\n", "0.01 to 1"),
+        ("model: llama-3.1-8b\nassumptions:\n  perf.kernel_efficiency_scale: '7'\n", "0.01 to 2"),
         ("model: llama-3.1-8b\nassumptions: [1, 2]\n", "assumptions"),
     ]:
         path = tmp_path / "s.yaml"

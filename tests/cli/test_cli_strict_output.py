@@ -54,7 +54,7 @@ def _finite_everywhere(value: Any) -> bool:
 @pytest.mark.parametrize("argv", [
     ["--train-tokens", "1e999", "--workload", "pretrain"],
     ["--set", "memory.fragmentation=inf"],
-    ["--set", "perf.matmul_efficiency=nan"],
+    ["--set", "perf.kernel_efficiency_scale=nan"],
     ["--usd-per-gpu-hour", "inf"],
     ["--batch", "inf"],
 ])
@@ -67,8 +67,8 @@ def test_infinite_inputs_are_refused_not_printed(capsys: pytest.CaptureFixture[s
     ["estimate", "--workload", "pretrain", "--gpus", "1048576", "--tp", "8", "--train-tokens", "1e18",
      "--usd-per-gpu-hour", "1e9", "--purchase-usd", "1e9", "--power-usd-per-kwh", "1e9", "--years", "10"],
     ["estimate", "--batch", "1048576", "--seq-len", "16777216", "--gen-len", "16777216",
-     "--set", "perf.matmul_efficiency=0.01", "--set", "perf.memory_bandwidth_efficiency=0.01",
-     "--set", "perf.step_overhead_s=60", "--set", "perf.matmul_half_tokens=1000000"],
+     "--set", "perf.kernel_efficiency_scale=0.01", "--set", "perf.bandwidth_efficiency_scale=0.01",
+     "--set", "perf.step_overhead_s=60"],
     ["estimate", "--workload", "finetune", "--method", "qlora", "--mfu", "1e-300", "--train-tokens", "1e18"],
     ["estimate", "--gpu-mem-util", "1e-300", "--batch", "1048576"],
     ["estimate", "--workload", "pretrain", "--set", "comm.latency_inter_node_s=1", "--set",

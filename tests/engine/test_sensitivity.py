@@ -35,8 +35,8 @@ def test_factor_ranges_fallback_and_exclusions(eng) -> None:  # type: ignore[no-
         S.assumption_factor(eng.assumptions["compute.causal_attention_discount"], 0.0) is None
     )  # 0, no range
     # An override keeps the relative width of the documented range.
-    matmul = S.assumption_factor(eng.assumptions["perf.matmul_efficiency"], 0.325)
-    assert (matmul.low, matmul.high) == pytest.approx((0.25, 0.39))
+    matmul = S.assumption_factor(eng.assumptions["perf.kernel_efficiency_scale"], 0.325)
+    assert (matmul.low, matmul.high) == pytest.approx((0.325 * 0.85, 0.325 * 1.10))
     # Allowed bounds clamp the swing.
     overlap = S.assumption_factor(eng.assumptions["perf.dp_comm_overlap"], 0.8)
     assert overlap.high == 1.0
@@ -56,9 +56,9 @@ def test_tornado_bars_match_direct_estimates(eng) -> None:  # type: ignore[no-un
     price = bars["price.rental"]
     assert (price.at_low, price.at_high) == pytest.approx((0.7 * sens.base, 1.3 * sens.base))
     # An assumption bar is the estimate with that assumption at the end of its range.
-    bw = bars["perf.memory_bandwidth_efficiency"]
+    bw = bars["perf.bandwidth_efficiency_scale"]
     for at, value in ((bw.factor.low, bw.at_low), (bw.factor.high, bw.at_high)):
-        swung = r.scenario.model_copy(update={"assumptions": {"perf.memory_bandwidth_efficiency": at}})
+        swung = r.scenario.model_copy(update={"assumptions": {"perf.bandwidth_efficiency_scale": at}})
         assert value == eng.run(r.with_scenario(swung)).get(sens.metric)
     assert bw.at_low > sens.base > bw.at_high  # slower memory, dearer tokens
     # Ownership figures do not move the rental $/M tokens.
@@ -101,7 +101,7 @@ def test_recommendation_change_is_reported(eng) -> None:  # type: ignore[no-unty
     )
     assert comparison.recommendation == Candidate("b200") and sens.recommendation == "b200"
     bars = {b.factor.id: b for b in sens.bars}
-    bw = bars["perf.memory_bandwidth_efficiency"]
+    bw = bars["perf.bandwidth_efficiency_scale"]
     assert (
         bw.recommendation_changes
         and bw.recommendation_at_low == "h100-sxm"

@@ -102,6 +102,7 @@ def pass_kernels(
     bandwidth_scale: float = 1.0,
     gemm_override: float | None = None,
     casts: bool = False,
+    load_imbalance: float = 1.0,
     breakdown: bool = False,
 ) -> PassKernels:
     """Kernel times of one forward pass of one stage.
@@ -124,7 +125,8 @@ def pass_kernels(
         share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t * ep, 0.0)
         routed = t * graph.top_k * graph.local_experts * ep / graph.num_experts
         touched_experts = np.maximum(graph.local_experts * share, 1e-9)
-        rows = np.where(ga.expert, routed / touched_experts, rows)
+        # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.
+        rows = np.where(ga.expert, load_imbalance * routed / touched_experts, rows)
         touched = np.where(ga.expert, share, 1.0)
     count = ga.count * touched
     wbytes = np.where(ga.expert, expert_weight_bytes or weight_bytes, weight_bytes)
