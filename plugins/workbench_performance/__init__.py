@@ -11,7 +11,8 @@ The throughput-latency curve is not a result key (it is not a scalar). The GUI a
     [(p.batch, p.ttft_s, p.tpot_s, p.tokens_per_s, p.fits) for p in points]
 
 which rebuilds the batch-independent inputs once from a finished estimate and evaluates the
-serving model at each concurrency (plain arithmetic, ~10 us per point).
+serving model at each concurrency (plain arithmetic, ~10 us per point). The per-operator
+breakdown of a step (which kernels, how long, what bounds each) is :func:`kernels_for`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import pluggy
 
+from workbench_performance.breakdown import Kernel, Phase, kernels_for
 from workbench_performance.efficiency import ASSUMPTIONS, Efficiency, efficiencies
 from workbench_performance.estimator import CommunicationEstimator, PerformanceEstimator
 from workbench_performance.inference import (
@@ -60,6 +62,8 @@ __all__ = [
     "CommunicationEstimator",
     "Efficiency",
     "InferenceInputs",
+    "Kernel",
+    "Phase",
     "PerformanceEstimator",
     "ServePoint",
     "TrainStep",
@@ -70,6 +74,7 @@ __all__ = [
     "curve_for",
     "efficiencies",
     "inference_inputs",
+    "kernels_for",
     "serve",
     "throughput_latency_curve",
     "train_step",

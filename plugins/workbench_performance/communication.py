@@ -78,6 +78,21 @@ def all_to_all_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
     return (n - 1) * _alpha(link, eff) + (n - 1) / n * nbytes / _bw(link, eff)
 
 
+def hierarchical_all_to_all_s(
+    nbytes: float, n: int, local: int, link: Link, intra: Link | None, eff: Efficiency
+) -> float:
+    """All-to-all over ``n`` ranks of which ``local`` share a node: the (local-1)/n of the buffer
+    bound for node peers moves over the intra-node link while the (n-local)/n bound elsewhere
+    crosses the network, concurrently (NCCL and DeepEP send both at once)."""
+    if n <= 1 or nbytes <= 0:
+        return 0.0
+    if link.intra or intra is None or local <= 1:
+        return all_to_all_s(nbytes, n, link, eff)
+    inter = (n - local) / n * nbytes / _bw(link, eff)
+    near = (local - 1) / n * nbytes / _bw(intra, eff)
+    return (n - local) * _alpha(link, eff) + max(inter, near)
+
+
 def p2p_s(nbytes: float, link: Link, eff: Efficiency) -> float:
     """One send/receive of ``nbytes``."""
     if nbytes <= 0:
@@ -109,6 +124,13 @@ class CommLayout:
     pp_link: Link
     dp_link: Link
     ep_link: Link
+    #: EP ranks that share a node (self included): their share of an all-to-all stays on the
+    #: intra-node link while the rest crosses the network at the same time
+    ep_local: int = 1
+    intra_link: Link | None = None
+    #: a pipeline send carries 1/pp_split of the activation (Megatron-LM's scatter/gather
+    #: optimization: each TP rank sends its slice, the receiver all-gathers it over NVLink)
+    pp_split: int = 1
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
@@ -134,8 +156,10 @@ def forward_comm(layout: CommLayout, tokens: float, eff: Efficiency) -> PassComm
 
     TP: ``tp_collectives`` all-reduces of ``tokens x hidden`` activations (with sequence
     parallelism a reduce-scatter and an all-gather each: the same bytes, the same ring steps).
-    EP: per MoE layer, dispatch and combine all-to-alls of ``tokens x top_k x hidden``.
-    PP: ``pp - 1`` point-to-point sends of the activations between stages.
+    EP: per MoE layer, dispatch and combine all-to-alls of ``tokens x top_k x hidden``, node
+    peers over the intra-node link while the rest crosses the network.
+    PP: ``pp - 1`` point-to-point sends of the activations between stages (training: 1/TP of
+    them per rank, Megatron-LM's scatter/gather).
     """
     return PassComm(*_forward_parts(layout, tokens, eff))
 
@@ -155,12 +179,14 @@ def _forward_parts(layout: CommLayout, tokens: float, eff: Efficiency) -> tuple[
     ep_s = ep_bytes = 0.0
     if layout.ep > 1 and layout.moe_layers:
         routed = msg * layout.top_k
-        ep_s = layout.moe_layers * 2.0 * all_to_all_s(routed, layout.ep, layout.ep_link, eff)
+        ep_s = layout.moe_layers * 2.0 * hierarchical_all_to_all_s(
+            routed, layout.ep, layout.ep_local, layout.ep_link, layout.intra_link, eff
+        )
         ep_bytes = layout.moe_layers * 2.0 * (layout.ep - 1) / layout.ep * routed / layout.pp
     pp_s = pp_bytes = 0.0
     if layout.pp > 1:
-        pp_s = (layout.pp - 1) * p2p_s(msg, layout.pp_link, eff)
-        pp_bytes = msg
+        pp_bytes = msg / layout.pp_split
+        pp_s = (layout.pp - 1) * p2p_s(pp_bytes, layout.pp_link, eff)
     return tp_s, tp_bytes, ep_s, ep_bytes, pp_s, pp_bytes
 
 

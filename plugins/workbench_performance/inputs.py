@@ -134,6 +134,9 @@ def comm_layout(src: Source) -> CommLayout:
         pp_link=group_link(node, pp, tp * dp if training else tp),
         dp_link=group_link(node, dp, tp),
         ep_link=group_link(node, ep, tp if training else 1),
+        ep_local=max(min(ep, node.gpus_per_node // (tp if training else 1)), 1),
+        intra_link=Link(node.intra_node_gbps, True, node.intra_node),
+        pp_split=tp if training else 1,
     )
     if len(_LAYOUTS) > 1024:
         _LAYOUTS.clear()

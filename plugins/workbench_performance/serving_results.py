@@ -9,7 +9,7 @@ from workbench_performance.communication import forward_comm
 from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, prefill_kernels, serve
 from workbench_performance.operators.cost import PassKernels
 from workbench_performance.inputs import Source, inference_inputs
-from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
+from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
 
 
 def serving_outputs(ctx: EstimateContext) -> Outputs:
@@ -273,6 +273,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             )
         )
     idle_gpus(sc, warnings)
+    kernel_profile_warning(ctx.cluster.accelerator.name, inp.profile, warnings)
     return Outputs(v, warnings)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from functools import cache, lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from workbench.core.scenario import Scenario
 from workbench.engine.quantity import FixedQuantity, Quantity, Warning
@@ -61,5 +62,19 @@ def idle_gpus(sc: Scenario, warnings: list[Warning]) -> None:
                 f"{sc.num_gpus} GPUs but TP x PP x DP = {world}: {sc.num_gpus - world} GPUs idle "
                 "(they are still paid for)",
                 fix="set --dp so that TP x PP x DP = --gpus",
+            )
+        )
+
+
+def kernel_profile_warning(gpu_name: str, profile: Any, warnings: list[Warning]) -> None:
+    """Say so when no kernel-level data stands behind the accelerator's speed figures."""
+    if profile.generic:
+        warnings.append(
+            Warning(
+                "generic-kernel-profile",
+                f"no published kernel benchmarks for {gpu_name}'s architecture: its speed figures use "
+                "generic kernel efficiencies, not measured ones (memory and FLOPs are unaffected)",
+                fix="treat latency and throughput as rough; set --mfu or perf.kernel_efficiency_scale "
+                "from a measurement of your own",
             )
         )

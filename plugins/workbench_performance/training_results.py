@@ -8,7 +8,7 @@ from workbench.engine.quantity import Outputs, Quantity, Warning, q
 from workbench_performance import efficiency as E
 from workbench_performance.training import forward_kernels
 from workbench_performance.inputs import Source, training_inputs
-from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
+from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
 from workbench_performance.training import TrainingInputs, TrainStep, train_step
 
 
@@ -280,6 +280,7 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
             )
         )
     idle_gpus(sc, warnings)
+    kernel_profile_warning(ctx.cluster.accelerator.name, inp.profile, warnings)
     return Outputs(v, warnings)
 
 
