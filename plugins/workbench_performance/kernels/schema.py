@@ -68,7 +68,7 @@ class Row(BaseModel):
     gpu: str | None = Field(
         None,
         min_length=1,
-        description="Accelerator id (catalog or off-catalog); null where the source names only the architecture.",
+        description="Catalog or off-catalog accelerator id; null where the source names no variant.",
     )
     source: str = Field(min_length=1, description="Key of the file's `sources` table.")
     where: str = Field(min_length=1, description="Table row or chart bar the figure was read from.")
@@ -153,6 +153,7 @@ class CollectivePoint(Row):
     )
     algbw_gbps: float | None = Field(None, gt=0)
     latency_us: float | None = Field(None, gt=0)
+    algorithm: str | None = Field(None, description="Algorithm where the source names it (ring, nvls, tree).")
 
     @model_validator(mode="after")
     def _has_figure(self) -> CollectivePoint:
