@@ -78,3 +78,20 @@ def kernel_profile_warning(gpu_name: str, profile: Any, warnings: list[Warning])
                 "from a measurement of your own",
             )
         )
+    elif profile.partial:
+        names = {
+            "bandwidth_efficiency": "achieved memory bandwidth",
+            "attention_efficiency": "attention kernel efficiency",
+            "gemm_efficiency": "GEMM efficiency",
+        }
+        missing = ", ".join(names.get(field, field) for field in profile.partial)
+        warnings.append(
+            Warning(
+                "partial-kernel-profile",
+                f"{gpu_name}: no published kernel measurement of its {missing}; those figures are the median "
+                "of the measured architectures (the rest of its kernel profile is its own)",
+                severity="info",
+                fix="set perf.bandwidth_efficiency_scale or perf.kernel_efficiency_scale from a measurement "
+                "of your own",
+            )
+        )

@@ -133,7 +133,8 @@ def pass_kernels(
     flops = 2.0 * rows * ga.n * ga.k * count
     nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
     fill = np.minimum(rows / prof.tile_m, 1.0)
-    eff = eff_max * fill * ga.k / (ga.k + prof.gemm_half_k) * ga.n / (ga.n + prof.gemm_half_n)
+    k_half, n_half = prof.half_widths(dtype)
+    eff = eff_max * fill * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
     t_comp = flops / (peak_flops * eff)
     t_mem = nbytes / bw
     t_lat = ga.kernels * floor + 0.0 * t

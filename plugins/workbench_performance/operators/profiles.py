@@ -32,8 +32,11 @@ class KernelProfile(BaseModel):
     gpus: tuple[str, ...] = ()
     gemm_efficiency: dict[str, float] = Field(description="Fraction of the dense peak of large GEMMs, per dtype.")
     tile_m: float = Field(gt=0, description="Rows of the M-tile small-row GEMMs are padded to.")
-    gemm_half_k: float = Field(ge=0, description="Reduction width at which a thin GEMM runs at half efficiency.")
-    gemm_half_n: float = Field(ge=0, description="Output width at which a thin GEMM runs at half efficiency.")
+    gpu_gemm_efficiency: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="Accelerators with GEMM measurements of their own: their efficiencies."
+    )
+    gemm_half_k: dict[str, float] = Field(description="Per dtype: reduction width at which a thin GEMM runs at half efficiency.")
+    gemm_half_n: dict[str, float] = Field(description="Per dtype: output width at which a thin GEMM runs at half efficiency.")
     bandwidth_efficiency: float = Field(**_FRACTION, description="Achieved fraction of peak memory bandwidth.")
     min_kernel_s: float = Field(ge=0, description="Shortest a kernel takes (launch and tail, CUDA graphs).")
     attention_efficiency: dict[str, float] = Field(description="Fraction of the dense peak of prefill attention, per dtype.")
@@ -43,6 +46,7 @@ class KernelProfile(BaseModel):
     )
     elementwise_kernels_per_layer: float = Field(ge=0, description="Memory-bound kernels per layer (fused stacks: fewer).")
     sources: dict[str, str] = Field(description="Source of each figure, by field name.")
+    partial: tuple[str, ...] = Field((), description="Fields without data of this architecture (pooled from others).")
     generic: bool = False
 
     @model_validator(mode="after")
@@ -63,6 +67,10 @@ class KernelProfile(BaseModel):
 
     def attention_efficiency_for(self, dtype: str) -> float:
         return _pick(self.attention_efficiency, dtype)
+
+    def half_widths(self, dtype: str) -> tuple[float, float]:
+        """(K, N) half-widths of the thin-matrix factor for GEMMs in ``dtype``."""
+        return _pick(self.gemm_half_k, dtype), _pick(self.gemm_half_n, dtype)
 
 
 _SOURCED = (
@@ -114,10 +122,16 @@ def _profiles() -> tuple[dict[str, KernelProfile], KernelProfile]:
     return by_gpu, generic
 
 
+@lru_cache(maxsize=256)
 def profile_for(gpu_id: str) -> KernelProfile:
-    """The kernel profile of an accelerator (catalog id); the generic one when it has none."""
+    """The kernel profile of an accelerator (catalog id); the generic one when it has none. An
+    accelerator with GEMM measurements of its own gets them in place of its architecture's."""
     by_gpu, generic = _profiles()
-    return by_gpu.get(gpu_id, generic)
+    profile = by_gpu.get(gpu_id, generic)
+    own = profile.gpu_gemm_efficiency.get(gpu_id)
+    if own:
+        profile = profile.model_copy(update={"gemm_efficiency": {**profile.gemm_efficiency, **own}})
+    return profile
 
 
 def all_profiles() -> tuple[KernelProfile, ...]:
