@@ -307,7 +307,7 @@ class ComputeEstimator:
 
         # --- roofline -----------------------------------------------------------------------------
         weight_format, w_bits = _weight_format(sc)
-        wanted = compute_dtype(sc.dtype, weight_format)
+        wanted = compute_dtype(sc.dtype, weight_format, training=sc.is_training)
         peak, rate_dtype = peak_tflops(gpu, wanted)
         bw = gpu.memory_bandwidth_gbps
         ridge = peak * 1000.0 / bw

@@ -246,14 +246,19 @@ _FALLBACK: dict[DType, tuple[DType, ...]] = {
 }
 
 
-def compute_dtype(dtype: DType, weights: WeightFormat) -> DType:
+def compute_dtype(dtype: DType, weights: WeightFormat, *, training: bool = False) -> DType:
     """The dtype the matmuls run in.
 
-    ``dtype`` (the scenario's compute precision), except that fp8 needs fp8 (or fp4) weights too:
-    with wider weights the activations are upcast. Weight-only quantized formats (int8, int4,
-    nf4, fp8 weights with 16-bit activations) are dequantized and multiply at the activation
-    precision (:attr:`WeightFormat.compute_dtype` for the formats that have one).
+    ``dtype`` (the scenario's compute precision), except that serving in fp8 needs fp8 (or fp4)
+    weights too: with wider weights the activations are upcast. Weight-only quantized formats
+    (int8, int4, nf4, fp8 weights with 16-bit activations) are dequantized and multiply at the
+    activation precision (:attr:`WeightFormat.compute_dtype` for the formats that have one).
+    FP8 *training* keeps 16-bit (and fp32 master) weights and casts them to fp8 for every GEMM
+    (NVIDIA Transformer Engine's recipes, as Megatron-LM and torchao's float8 training run them):
+    its matmuls run in fp8 whatever the stored weights.
     """
+    if dtype is DType.FP8 and training:
+        return DType.FP8
     if dtype is DType.FP8:
         if weights in (WeightFormat.FP8, WeightFormat.FP4):
             return DType.FP8
