@@ -21,7 +21,11 @@ order unless stated, and never interpolate)::
 
 Figures: ``tflops`` is achieved TFLOP/s as the source counted FLOPs (2*m*n*k per GEMM; the
 FlashAttention papers' attention FLOPs); ``gbps`` and ``*_gbps`` are decimal GB/s; latencies are
-microseconds. A row's ``gpu`` is a catalog id, or an id in its architecture's ``off_catalog``
+microseconds. Flags the interpolating model must respect: ``GemmPoint.best_shape`` and
+``AttentionPoint.peak_claim`` mark upper envelopes (the fastest shape of a search, or an "up to"
+figure), not points on a curve; ``GemmPoint.source_peak_tflops`` is the peak the source itself
+divided by; ``CollectivePoint.algorithm`` names ring / nvls where the source did (NVLS bus
+bandwidth exceeds the link rate by design); ``AttentionPoint.kv_heads`` is set for GQA shapes. A row's ``gpu`` is a catalog id, or an id in its architecture's ``off_catalog``
 list (e.g. ``h800-sxm``, which the catalog lacks: same SMs, clocks and HBM as the H100 SXM, with
 NVLink cut to 400 GB/s). The efficiency of a row is its figure divided by the catalog's peak for
 that GPU and dtype; that division is the cost model's job, not this module's.
