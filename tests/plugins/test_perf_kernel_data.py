@@ -252,6 +252,10 @@ def test_achieved_bandwidth_is_the_best_row_of_a_gpu() -> None:
     assert gpu is not None
     assert achieved_bandwidth(gpu) == max(r.gbps for r in memory_points(gpu))
     assert achieved_bandwidth("no-such-gpu") is None
+    ampere = memory_points(arch="ampere")
+    assert ampere and all(r.arch == "ampere" for r in ampere)
+    assert any(r.gpu is None for r in ampere)  # "A100 80GB, SXM or PCIe not stated"
+    assert set(memory_points("a40", arch="ampere")) == {r for r in ampere if r.gpu == "a40"}
 
 
 def test_launch_overhead_filters_by_arch_and_kind() -> None:

@@ -14,7 +14,8 @@ order unless stated, and never interpolate)::
     gemm_points("hopper", "fp8")          # GemmPoint rows, sorted by (grouped, m, n, k)
     gemm_points("hopper", "fp8", grouped=True)
     attention_points("hopper", "fa3", "prefill")   # AttentionPoint rows (family/phase optional)
-    memory_points("mi300x")               # MemoryPoint rows of one accelerator
+    memory_points("h100-pcie")            # MemoryPoint rows of one accelerator
+    memory_points(arch="ampere")          # ... or of an architecture (incl. rows with gpu None)
     achieved_bandwidth("h100-sxm")        # highest achieved GB/s of any row for it, else None
     collective_points("nvswitch", "all_reduce")    # CollectivePoint rows, sorted by size
     launch_overhead("hopper")             # LaunchPoint rows (kind optional)
@@ -167,10 +168,15 @@ def attention_points(
     )
 
 
-def memory_points(gpu: str) -> tuple[MemoryPoint, ...]:
-    """Achieved-bandwidth rows measured on one accelerator."""
-    key = gpu.strip().lower()
-    return tuple(r for r in load_kernel_data().memory if r.gpu == key)
+def memory_points(gpu: str | None = None, *, arch: str | None = None) -> tuple[MemoryPoint, ...]:
+    """Achieved-bandwidth rows of one accelerator and/or architecture (rows whose source names no
+    variant have ``gpu`` None and are found by ``arch`` only)."""
+    key = gpu.strip().lower() if gpu is not None else None
+    return tuple(
+        r
+        for r in load_kernel_data().memory
+        if (key is None or r.gpu == key) and (arch is None or r.arch == arch)
+    )
 
 
 def achieved_bandwidth(gpu: str) -> float | None:
