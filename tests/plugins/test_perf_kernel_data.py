@@ -150,6 +150,49 @@ def test_deepep_rows_match_the_published_tables() -> None:
     assert [r.busbw_gbps for r in intranode] == [158]
 
 
+def test_mamf_and_hipkittens_gemm_rows_match_their_sources() -> None:
+    mi300x = [r for r in gemm_points("cdna3", "bf16") if r.gpu == "mi300x"]
+    assert [(r.m, r.n, r.k, r.tflops, r.source_peak_tflops, r.best_shape) for r in mi300x] == [
+        (10240, 15360, 8192, 668.4, 1300, True)
+    ]
+    mi325x = {(r.m, r.library): r.tflops for r in gemm_points("cdna3", "bf16") if r.gpu == "mi325x"}
+    assert mi325x[(8192, "torch.matmul")] == 785.3037036419687
+
+
+def test_collective_sweeps_match_their_sources() -> None:
+    a100 = {r.message_bytes: r for r in collective_points("nvswitch", "all_reduce", arch="ampere")}
+    assert (a100[17_179_869_184].busbw_gbps, a100[17_179_869_184].latency_us) == (234.89, 127997)
+    h200_8 = {
+        r.algorithm: r.busbw_gbps
+        for r in collective_points("nvswitch", "all_reduce", arch="hopper")
+        if r.ranks == 8 and r.message_bytes == 8 * 2**30 and r.algorithm is not None
+    }
+    assert h200_8 == {"nvls": 473.1, "ring": 365.6}
+    gqa = [r for r in attention_points("cdna4", "ck") if r.kv_heads == 8 and r.causal and r.seqlen == 16384]
+    assert [(r.heads, r.tflops) for r in gqa] == [(64, 888.64)]
+
+
+def test_no_row_beats_the_peak_it_is_measured_against() -> None:
+    """An achieved figure above the peak means a unit, dtype or GPU mix-up in the row.
+
+    Memory rows may pass the catalog figure by a little: datasheets round (H100 PCIe "2 TB/s" is
+    5120 bits x 1593 MHz x 2 = 2039 GB/s, and gpu-stream measures 2016), hence the 3% margin.
+    """
+    catalog = load_accelerators()
+    data = load_kernel_data()
+    for row in data.gemm:
+        if row.source_peak_tflops is not None:
+            assert row.tflops <= row.source_peak_tflops, row.where
+        if row.gpu in catalog and row.dtype in catalog[row.gpu].dense_tflops:
+            assert row.tflops <= catalog[row.gpu].dense_tflops[row.dtype], row.where
+    for row in data.attention:
+        if row.tflops is not None and row.gpu in catalog and row.dtype in catalog[row.gpu].dense_tflops:
+            assert row.tflops <= catalog[row.gpu].dense_tflops[row.dtype], row.where
+    for row in data.memory:
+        if row.gpu in catalog:
+            assert row.gbps <= 1.03 * catalog[row.gpu].memory_bandwidth_gbps, row.where
+
+
 # --- architectures -------------------------------------------------------------------------------
 
 
@@ -209,6 +252,10 @@ def test_achieved_bandwidth_is_the_best_row_of_a_gpu() -> None:
     assert gpu is not None
     assert achieved_bandwidth(gpu) == max(r.gbps for r in memory_points(gpu))
     assert achieved_bandwidth("no-such-gpu") is None
+    ampere = memory_points(arch="ampere")
+    assert ampere and all(r.arch == "ampere" for r in ampere)
+    assert any(r.gpu is None for r in ampere)  # "A100 80GB, SXM or PCIe not stated"
+    assert set(memory_points("a40", arch="ampere")) == {r for r in ampere if r.gpu == "a40"}
 
 
 def test_launch_overhead_filters_by_arch_and_kind() -> None:

@@ -14,14 +14,19 @@ order unless stated, and never interpolate)::
     gemm_points("hopper", "fp8")          # GemmPoint rows, sorted by (grouped, m, n, k)
     gemm_points("hopper", "fp8", grouped=True)
     attention_points("hopper", "fa3", "prefill")   # AttentionPoint rows (family/phase optional)
-    memory_points("mi300x")               # MemoryPoint rows of one accelerator
+    memory_points("h100-pcie")            # MemoryPoint rows of one accelerator
+    memory_points(arch="ampere")          # ... or of an architecture (incl. rows with gpu None)
     achieved_bandwidth("h100-sxm")        # highest achieved GB/s of any row for it, else None
     collective_points("nvswitch", "all_reduce")    # CollectivePoint rows, sorted by size
     launch_overhead("hopper")             # LaunchPoint rows (kind optional)
 
 Figures: ``tflops`` is achieved TFLOP/s as the source counted FLOPs (2*m*n*k per GEMM; the
 FlashAttention papers' attention FLOPs); ``gbps`` and ``*_gbps`` are decimal GB/s; latencies are
-microseconds. A row's ``gpu`` is a catalog id, or an id in its architecture's ``off_catalog``
+microseconds. Flags the interpolating model must respect: ``GemmPoint.best_shape`` and
+``AttentionPoint.peak_claim`` mark upper envelopes (the fastest shape of a search, or an "up to"
+figure), not points on a curve; ``GemmPoint.source_peak_tflops`` is the peak the source itself
+divided by; ``CollectivePoint.algorithm`` names ring / nvls where the source did (NVLS bus
+bandwidth exceeds the link rate by design); ``AttentionPoint.kv_heads`` is set for GQA shapes. A row's ``gpu`` is a catalog id, or an id in its architecture's ``off_catalog``
 list (e.g. ``h800-sxm``, which the catalog lacks: same SMs, clocks and HBM as the H100 SXM, with
 NVLink cut to 400 GB/s). The efficiency of a row is its figure divided by the catalog's peak for
 that GPU and dtype; that division is the cost model's job, not this module's.
@@ -163,10 +168,15 @@ def attention_points(
     )
 
 
-def memory_points(gpu: str) -> tuple[MemoryPoint, ...]:
-    """Achieved-bandwidth rows measured on one accelerator."""
-    key = gpu.strip().lower()
-    return tuple(r for r in load_kernel_data().memory if r.gpu == key)
+def memory_points(gpu: str | None = None, *, arch: str | None = None) -> tuple[MemoryPoint, ...]:
+    """Achieved-bandwidth rows of one accelerator and/or architecture (rows whose source names no
+    variant have ``gpu`` None and are found by ``arch`` only)."""
+    key = gpu.strip().lower() if gpu is not None else None
+    return tuple(
+        r
+        for r in load_kernel_data().memory
+        if (key is None or r.gpu == key) and (arch is None or r.arch == arch)
+    )
 
 
 def achieved_bandwidth(gpu: str) -> float | None:

@@ -24,7 +24,9 @@ Positive = Field(gt=0)
 #: How a row's figure was read: from printed text or a table, or from a chart's bar labels.
 ReadFrom = Literal["text", "table", "chart-label"]
 #: Attention kernel families with rows; the cost model picks one per software stack.
-AttentionFamily = Literal["fa2", "fa3", "cudnn", "triton", "flashmla", "flashinfer", "ck", "aiter", "hipkittens"]
+AttentionFamily = Literal[
+    "fa2", "fa3", "cudnn", "triton", "flashmla", "flashinfer", "ck", "aiter", "hipkittens", "flydsl"
+]
 #: prefill = many query tokens per sequence (training forward too); decode = one or a few.
 Phase = Literal["prefill", "decode"]
 #: Which passes the figure covers; FLOPs of fwd+bwd are counted as 3.5x (causal 3.5/2) forward by
@@ -117,7 +119,9 @@ class AttentionPoint(Row):
     seqlen: int | None = Field(None, gt=0, description="Key length (context) per sequence.")
     batch: int | None = Field(None, gt=0)
     heads: int | None = Field(None, gt=0, description="Query heads.")
-    kv_heads: int | None = Field(None, gt=0, description="Key/value heads where fewer than query heads (GQA).")
+    kv_heads: int | None = Field(
+        None, gt=0, description="Key/value heads where fewer than query heads (GQA)."
+    )
     peak_claim: bool = Field(False, description="An 'up to' figure with no shape given.")
     tflops: float | None = Field(None, gt=0)
     gbps: float | None = Field(None, gt=0, description="Achieved memory bandwidth (decode kernels).")
