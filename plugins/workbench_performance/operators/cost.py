@@ -3,9 +3,10 @@
 Every kernel costs ``max(compute time, memory time) + kernel latency``:
 
 * **GEMM** of ``M`` token rows by a ``K x N`` weight: ``2 M N K`` FLOPs at
-  ``peak x gemm_efficiency[dtype] x fill(M) x K/(K + k_half) x N/(N + n_half)``, the two
-  saturating factors being the prologue/epilogue cost of thin matrices; bytes: the weight plus
-  the activations it reads and
+  ``peak x gemm_efficiency[dtype] x fill(M) x M/(M + m_half) x K/(K + k_half) x N/(N + n_half)``,
+  the saturating factors being the cost of few rows (a grouped expert GEMM of 256 rows per
+  expert runs at two thirds of a 4,096-row one) and the prologue/epilogue of thin matrices;
+  bytes: the weight plus the activations it reads and
   writes, at the achieved copy bandwidth. ``fill(M) = min(M / tile_m, 1)``: a GEMM of fewer rows
   than the smallest M-tile pays for a whole tile (8 decode rows in a 64-row tile use an eighth of
   the tensor cores); above it, libraries pick tiles that fit (no wave-quantization steps, so more
@@ -20,8 +21,8 @@ Every kernel costs ``max(compute time, memory time) + kernel latency``:
   1.7 TB/s, not the 3 TB/s of a long copy, because of these microseconds).
 
 The efficiencies are kernel-level data per GPU architecture (:mod:`.profiles`). All arithmetic is
-numpy over the GEMM groups, and over configurations when ``tokens`` is an array of shape
-``(points, 1)``: one call costs a whole sweep's passes.
+numpy over the GEMM groups, and over configurations when ``tokens`` (and the other per-pass
+figures) are arrays of shape ``(points,)``: one call costs a whole sweep's passes.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def pass_kernels(
     dtype: str,
     peak_flops: float,
     bandwidth: float,
-    tokens,  # noqa: ANN001 - float or array (points, 1): token rows of the pass on one stage
+    tokens,  # noqa: ANN001 - float or array (points,): token rows of the pass on one stage
     prompts,  # noqa: ANN001 - rows of the output head (prefill: one per prompt; decode: tokens)
     ep: int,
     act_bytes: float,
@@ -116,14 +117,15 @@ def pass_kernels(
     eff_max = gemm_override or min(prof.gemm_efficiency_for(dtype) * gemm_scale, 1.0)
     att_max = gemm_override or min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
     floor = prof.min_kernel_s
-    t = np.asarray(tokens, dtype=float)
-    rows = np.where(ga.head, np.asarray(prompts, dtype=float), t)
+    t = np.asarray(tokens, dtype=float)  # () or (points,)
+    t_col = t[..., None]  # against the GEMM groups
+    rows = np.where(ga.head, np.asarray(prompts, dtype=float)[..., None], t_col)
     touched = np.ones_like(ga.n)
     if graph.num_experts:
         # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
         # the experts they touch (uniform routing) each get rows / touched of them.
-        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t * ep, 0.0)
-        routed = t * graph.top_k * graph.local_experts * ep / graph.num_experts
+        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t_col * ep, 0.0)
+        routed = t_col * graph.top_k * graph.local_experts * ep / graph.num_experts
         touched_experts = np.maximum(graph.local_experts * share, 1e-9)
         # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.
         rows = np.where(ga.expert, load_imbalance * routed / touched_experts, rows)
@@ -134,10 +136,11 @@ def pass_kernels(
     nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
     fill = np.minimum(rows / prof.tile_m, 1.0)
     k_half, n_half = prof.half_widths(dtype)
-    eff = eff_max * fill * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
+    tiled = np.maximum(rows, prof.tile_m)  # below one tile, fill() already charges the empty rows
+    eff = eff_max * fill * tiled / (tiled + prof.gemm_half_m) * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
     t_comp = flops / (peak_flops * eff)
     t_mem = nbytes / bw
-    t_lat = ga.kernels * floor + 0.0 * t
+    t_lat = ga.kernels * floor + 0.0 * t_col
     t_gemm = np.maximum(t_comp, t_mem) + t_lat
     comp_b = t_comp >= t_mem
     memory = (np.maximum(t_comp, t_mem) * ~comp_b).sum(axis=-1)

@@ -67,7 +67,7 @@ PROFILES = "profiles.yaml"
 
 @lru_cache(maxsize=1)
 def _catalog() -> dict:
-    return dict(load_accelerators())
+    return dict(load_accelerators())  # id -> Accelerator
 
 
 def _acc(gpu: str | None):  # noqa: ANN202
@@ -112,21 +112,22 @@ def _fit_gemm(shapes: list[dict], bw_eff: float) -> dict:
     t_mem = (m * k * col["inb"] + k * n * col["inb"] + m * n * 2.0) * g / (col["bw"] * bw_eff)
     fill = np.minimum(m / TILE_M, 1.0)
     best = (math.inf,)
-    for kh in _HALF:
-        for nh in _HALF:
-            base = flops / (col["peak"] * fill * k / (k + kh) * n / (n + nh))
+    for kh, nh, mh in ((kh, nh, mh) for kh in _HALF for nh in _HALF for mh in _HALF):
+            tiled = np.maximum(m, TILE_M)
+            base = flops / (col["peak"] * fill * tiled / (tiled + mh) * k / (k + kh) * n / (n + nh))
             core = np.maximum(base[None, :] / _E[:, None], t_mem[None, :])
             err = np.log((core[:, None, :] + _T0[None, :, None]) / col["s"][None, None, :])
             loss = (err**2).mean(axis=-1)
             i, j = np.unravel_index(np.argmin(loss), loss.shape)
             if loss[i, j] < best[0]:
-                best = (float(loss[i, j]), float(_E[i]), float(kh), float(nh), float(_T0[j]))
-    loss, e, kh, nh, t0 = best
-    return dict(e=e, k_half=kh, n_half=nh, t0=t0, rms=math.sqrt(loss), shapes=len(shapes))
+                best = (float(loss[i, j]), float(_E[i]), float(kh), float(nh), float(_T0[j]), float(mh))
+    loss, e, kh, nh, t0, mh = best
+    return dict(e=e, k_half=kh, n_half=nh, m_half=mh, t0=t0, rms=math.sqrt(loss), shapes=len(shapes))
 
 
-def _thin(s: dict, kh: float, nh: float) -> float:
-    return min(s["m"] / TILE_M, 1.0) * s["k"] / (s["k"] + kh) * s["n"] / (s["n"] + nh)
+def _thin(s: dict, kh: float, nh: float, mh: float) -> float:
+    tiled = max(s["m"], TILE_M)
+    return min(s["m"] / TILE_M, 1.0) * tiled / (tiled + mh) * s["k"] / (s["k"] + kh) * s["n"] / (s["n"] + nh)
 
 
 def _bandwidth(gpus: tuple[str, ...]) -> tuple[float | None, list[str]]:
@@ -222,6 +223,10 @@ def derive() -> dict:
         if len({(s["m"], s["n"], s["k"]) for s in rows}) >= MIN_FIT_SHAPES and not all(s["best_shape"] for s in rows):
             fits[arch, dt] = _fit_gemm(rows, bandwidths[arch][0] or 0.9)
     pooled_t0 = statistics.median(f["t0"] for f in fits.values())
+    # Rows per GEMM: the one dependence the shape-varied table shows that no best-shape row can
+    # (a grouped expert GEMM of 256 rows per expert runs at 2/3 of a 4,096-row one); carried over
+    # to the architectures and dtypes without such a table.
+    m_half = statistics.median(f["m_half"] for f in fits.values())
     pooled_bw = statistics.median(b for b, _ in bandwidths.values() if b is not None)
     profiles = []
     attention_done = {}
@@ -238,7 +243,7 @@ def derive() -> dict:
                 kh, nh = 0.0, 0.0
                 by_gpu: dict[str, float] = {}
                 for s in rows:
-                    eff = min(2 * s["m"] * s["n"] * s["k"] * s["g"] / s["s"] / s["peak"] / _thin(s, kh, nh), 1.0)
+                    eff = min(2 * s["m"] * s["n"] * s["k"] * s["g"] / s["s"] / s["peak"] / _thin(s, kh, nh, m_half), 1.0)
                     key = s["gpu"] or a.gpus[0]
                     by_gpu[key] = max(by_gpu.get(key, 0.0), round(eff, 3))
                 gemm[dt] = round(float(statistics.median(by_gpu.values())), 3)
@@ -246,7 +251,8 @@ def derive() -> dict:
                     if gpu in a.gpus and eff != gemm[dt]:
                         per_gpu[gpu][dt] = eff
                 notes.append(f"{dt}: best published shape per accelerator ({', '.join(f'{g} {e:g}' for g, e in sorted(by_gpu.items()))}; "
-                             "the architecture's figure is their median), no thin-matrix factor (no shape-varied table)")
+                             "the architecture's figure is their median), divided by the rows factor at that shape; no K/N "
+                             "factor (no shape-varied table)")
         if "bf16" not in gemm:
             continue
         bw, bw_gpus = bandwidths[a.id]
@@ -293,6 +299,7 @@ def derive() -> dict:
             "gemm_efficiency": p["gemm"],
             **({"gpu_gemm_efficiency": p["per_gpu"]} if p["per_gpu"] else {}),
             "tile_m": TILE_M,
+            "gemm_half_m": m_half,
             "gemm_half_k": {dt: h[0] for dt, h in p["halves"].items()},
             "gemm_half_n": {dt: h[1] for dt, h in p["halves"].items()},
             "bandwidth_efficiency": p["bw"],
@@ -305,6 +312,8 @@ def derive() -> dict:
             "sources": {
                 "gemm_efficiency": p["gemm_note"],
                 "tile_m": "modelling choice: the smallest M-tile of Hopper/CDNA GEMM kernels (64 rows); DeepGEMM's 64-row shapes are its smallest",
+                "gemm_half_m": "rows at which a GEMM runs at half efficiency: the Hopper FP8 fit (DeepGEMM's plain and "
+                               "grouped shapes, data/kernels/gemm.yaml), the only shape-varied table; carried over",
                 "gemm_half_k": "the GEMM fit of this architecture and dtype; 0 (no thin-matrix factor) where it has none",
                 "gemm_half_n": "see gemm_half_k",
                 "bandwidth_efficiency": p["bw_note"],
@@ -325,6 +334,7 @@ def render(result: dict) -> str:
         "generic": True,
         "gemm_efficiency": {"bf16": 0.6, "fp8": 0.6},
         "tile_m": TILE_M,
+        "gemm_half_m": 128.0,
         "gemm_half_k": {"bf16": 0.0, "fp8": 0.0},
         "gemm_half_n": {"bf16": 0.0, "fp8": 0.0},
         "bandwidth_efficiency": 0.8,
@@ -335,7 +345,7 @@ def render(result: dict) -> str:
         "elementwise_kernels_per_layer": ELEMENTWISE_KERNELS,
         "partial": [],
         "sources": {name: "no kernel data: a round figure below every measured architecture, flagged on every estimate"
-                    for name in ("gemm_efficiency", "tile_m", "gemm_half_k", "gemm_half_n", "bandwidth_efficiency",
+                    for name in ("gemm_efficiency", "tile_m", "gemm_half_m", "gemm_half_k", "gemm_half_n", "bandwidth_efficiency",
                                  "min_kernel_s", "attention_efficiency", "attention_half_seq",
                                  "attention_backward_ratio", "elementwise_kernels_per_layer")},
     }
