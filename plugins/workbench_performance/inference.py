@@ -91,6 +91,7 @@ class InferenceInputs:
     profile: KernelProfile  # kernel efficiencies of the GPU's architecture
     compute_dtype: str  # the matmuls' dtype (roofline.compute_dtype)
     act_bytes: float  # bytes per activation element
+    eager: bool  # eager attention: the score matrices are written and read
     #: bytes per routed-expert weight element when the checkpoint stores them apart (gpt-oss:
     #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
     expert_weight_bytes: float = 0.0
@@ -171,6 +172,7 @@ def kernels(
     attention_flops: float,
     attention_bytes: float,
     context: float,
+    square_prompts: float = 0.0,
     breakdown: bool = False,
 ) -> PassKernels:
     """The per-operator kernel times of one forward pass of one stage (:mod:`.operators.cost`)."""
@@ -193,6 +195,8 @@ def kernels(
         bandwidth_scale=eff.bandwidth,
         load_imbalance=eff.load_imbalance,
         gemm_override=eff.mfu,
+        square_prompts=square_prompts,
+        eager=inp.eager,
         breakdown=breakdown,
     )
 
@@ -240,6 +244,7 @@ def prefill_kernels(
         attention_flops=per_mb * inp.prompt_attention_flops * share * share,
         attention_bytes=0.0,
         context=s,
+        square_prompts=per_mb,
         breakdown=breakdown,
     )
 

@@ -15,7 +15,7 @@ from workbench.core.dtypes import weight_bits
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
-from workbench.core.scenario import FinetuneMethod, Offload, PipelineSchedule, Recompute, Scenario, Workload
+from workbench.core.scenario import AttentionKernel, FinetuneMethod, Offload, PipelineSchedule, Recompute, Scenario, Workload
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.quantity import Quantity
 from workbench_performance.communication import CommLayout, Link, group_link
@@ -259,6 +259,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
         profile=profile_for(gpu.id),
         compute_dtype=src.compute_dtype,
         act_bytes=max(sc.dtype.bytes, 2.0),
+        eager=sc.attention is AttentionKernel.EAGER,
     )
 
 
@@ -370,4 +371,6 @@ def training_inputs(source: Any) -> TrainingInputs:
         seq_len=seq,
         ep=par.ep,
         weight_bytes=_weight_bytes(sc),
+        sequences=sc.batch_size,
+        eager=sc.attention is AttentionKernel.EAGER,
     )

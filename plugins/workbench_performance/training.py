@@ -62,6 +62,8 @@ class TrainingInputs:
     seq_len: int
     ep: int
     weight_bytes: float  # bytes per weight element the GEMMs read
+    sequences: int  # sequences per micro-batch (each attends its causal square)
+    eager: bool  # eager attention: the score matrices are written and read
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
@@ -131,6 +133,8 @@ def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdow
         bandwidth_scale=eff.bandwidth,
         load_imbalance=eff.load_imbalance,
         casts=inp.compute_dtype in NARROW_DTYPES,
+        square_prompts=float(inp.sequences),
+        eager=inp.eager,
         breakdown=breakdown,
     )
 

@@ -104,6 +104,8 @@ def pass_kernels(
     gemm_override: float | None = None,
     casts: bool = False,
     load_imbalance: float = 1.0,
+    square_prompts=0.0,  # noqa: ANN001 - prompts (or sequences) whose whole causal square this pass attends
+    eager: bool = False,
     breakdown: bool = False,
 ) -> PassKernels:
     """Kernel times of one forward pass of one stage.
@@ -147,12 +149,26 @@ def pass_kernels(
     compute = (t_comp * comp_b).sum(axis=-1)
     latency = t_lat.sum(axis=-1)
 
-    # Attention kernels (one per attention layer of the stage).
+    # Attention kernels (one per attention layer of the stage). The FLOPs are the whole score
+    # square, as PyTorch counts them. A fused (flash) kernel skips the masked half of a causal
+    # prompt's square -- the kernel benchmarks behind the profile count only the unmasked half --
+    # at the profile's attention efficiency; an eager attention computes the whole square as two
+    # batched GEMMs at GEMM efficiency and writes, softmaxes and re-reads the score matrices.
     layers = graph.attention_layers / ga.pp
     ctx = np.asarray(context, dtype=float)
-    a_eff = att_max * ctx / (ctx + prof.attention_half_seq)
-    a_comp = np.asarray(attention_flops, dtype=float) / (peak_flops * a_eff)
+    a_flops = np.asarray(attention_flops, dtype=float)
     a_mem = np.asarray(attention_bytes, dtype=float) / bw
+    if eager:
+        tiled_ctx = np.maximum(ctx, prof.tile_m)
+        a_eff = eff_max * np.minimum(ctx / prof.tile_m, 1.0) * tiled_ctx / (tiled_ctx + prof.gemm_half_m)
+        a_comp = a_flops / (peak_flops * a_eff)
+        scores = layers * graph.heads * np.asarray(square_prompts, dtype=float) * ctx * ctx
+        a_mem = a_mem + scores * 4.0 * act_bytes / bw  # write, softmax read + write, read for P V
+    else:
+        a_eff = att_max * ctx / (ctx + prof.attention_half_seq)
+        # the unmasked share of the FLOPs: square prompts run half of their square
+        square = (np.asarray(square_prompts, dtype=float) > 0) * float(graph.causal)
+        a_comp = a_flops * (1.0 - 0.5 * square) / (peak_flops * a_eff)
     a_lat = layers * floor
     a_core = np.maximum(a_comp, a_mem)
     t_att = a_core + a_lat

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.core.model import ModelArchitecture
+from workbench.core.model import ModelArchitecture, ModelKind
 from workbench_performance.model_constants import WeightElements, block_counts, weight_elements
 
 
@@ -52,6 +52,8 @@ class ForwardGraph:
     hidden: int
     ffn_width: float  # activation width of the (dense or expert) MLP on this GPU, per token
     qk_width: float  # query + key width on this GPU (rotary)
+    heads: float  # query heads on this GPU (an eager attention's score matrices)
+    causal: bool  # decoder self-attention: a prompt attends its lower triangle only
     top_k: int
     num_experts: int
     local_experts: float
@@ -128,6 +130,8 @@ def _build(arch: ModelArchitecture, tp: int, ep: int) -> ForwardGraph:
         h,
         ffn_width,
         q_width + kv_width,
+        arch.num_attention_heads / tp,
+        arch.kind is ModelKind.DECODER,
         moe.experts_per_token if moe else 0,
         moe.num_experts if moe else 0,
         moe.num_experts / ep if moe else 0.0,
