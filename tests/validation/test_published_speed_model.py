@@ -200,3 +200,16 @@ def test_the_section_is_inserted_once_and_then_replaced() -> None:
 def test_issue_15_gates() -> None:
     failed = [f"{g.name}: {g.value}" for g in gates(cases()) if not g.passed]
     assert not failed, "; ".join(failed)
+
+
+def test_the_sustained_scales_are_what_the_fit_part_gives() -> None:
+    """The two end-to-end scales are the fit part's best (tests/validation/fit_sustained_scales.py),
+    so a change of the model or the data cannot leave them tuned to an older state."""
+    import fit_sustained_scales as fit
+    from workbench_performance.efficiency import ASSUMPTIONS, BANDWIDTH, MATMUL
+
+    defaults = {a.id: a.default for a in ASSUMPTIONS}
+    kernel, bandwidth, _error, count = fit.best()
+    assert count >= 15
+    assert (defaults[MATMUL], defaults[BANDWIDTH]) == (kernel, bandwidth)
+    assert all(r["split"] == "fit" for r in fit.fit_records())
