@@ -8,6 +8,7 @@ from workbench_performance import efficiency as E
 from workbench_performance.communication import forward_comm
 from workbench_performance.inference import InferenceInputs, ServePoint, serve
 from workbench_performance.inputs import Source, inference_inputs
+from workbench_performance.serving_simulation import simulated_outputs
 from workbench_performance.text import g, idle_gpus, ms, not_applicable_to, null
 
 
@@ -260,6 +261,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             lambda: "time in kernels / time (communication and per-step overhead idle)",
             used,
         )
+    v.update(simulated_outputs(sc, inp, central, used, want))
     v.update(not_applicable_to("training", "inference scenario: no training step"))
 
     if p.fits is False:
