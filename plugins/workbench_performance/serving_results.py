@@ -261,7 +261,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             lambda: "time in kernels / time (communication and per-step overhead idle)",
             used,
         )
-    v.update(simulated_outputs(sc, inp, central, used, want))
+    v.update(simulated_outputs(sc, inp, central, used, ctx.wanted))
     v.update(not_applicable_to("training", "inference scenario: no training step"))
 
     if p.fits is False:

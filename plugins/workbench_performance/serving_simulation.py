@@ -143,6 +143,8 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
         shape = f"closed loop of {users} users per replica"
     block = sv.kv_block_size if sv.paged_kv else int((prompt + output).max())
     kv_blocks = None
+    if inp.max_concurrency is not None and inp.max_concurrency < 1:
+        raise InputError("the KV cache has no room for one request of the scenario's lengths")
     if inp.max_concurrency is not None:
         # What the memory plugin found room for: max_concurrency sequences of the scenario's lengths.
         kv_blocks = max(int(inp.max_concurrency * (inp.seq_len + inp.gen_len) // block), 1)
@@ -159,7 +161,7 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
     try:
         res = simulate(step, policy, load)
     except ValueError as exc:
-        raise InputError(f"serving simulation: {exc}") from None
+        raise InputError(str(exc)) from None
     slo_ttft = sv.slo_ttft_s or math.inf
     slo_tpot = sv.slo_tpot_s or math.inf
     s = res.summary(slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
@@ -193,15 +195,32 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
     )
 
 
+#: The note of the simulated keys of a scenario that sets no load and no target.
+NOT_ASKED = (
+    "not simulated: set an arrival rate, a request trace or a TTFT/TPOT target "
+    "(--arrival-rate, --trace, --slo-ttft, --slo-tpot) to simulate the serving load"
+)
+
+
 def simulated_outputs(
-    sc: Scenario, inp: InferenceInputs, eff: Efficiency, used: tuple[str, ...], want: Any
+    sc: Scenario, inp: InferenceInputs, eff: Efficiency, used: tuple[str, ...], wanted: frozenset[str] | None
 ) -> dict[str, Quantity]:
-    """The ``performance.sim.*`` keys. A run for other keys only (a sweep's columns) skips the
-    simulation, the one part of an estimate whose cost grows with the requests simulated."""
+    """The ``performance.sim.*`` keys.
+
+    The simulation is the one part of an estimate whose cost grows with the requests it runs
+    (about 10-30 ms for 1,000), so it runs only when the scenario describes a load or a target
+    to meet; without either the keys are empty with the reason, whoever asks (a key asked for by
+    name reads exactly as in the full estimate). A run for other keys only (a sweep's columns)
+    leaves them out. So live typing and sweeps of many points stay fast by default, and a point
+    of a group reads exactly as its own estimate.
+    """
     from workbench_performance import keys as K
 
-    if not any(map(want, K.SIMULATED)):
+    sv = sc.serving
+    if wanted is not None and not any(key in wanted for key in K.SIMULATED):
         return {}
+    if sv.arrival_rate is None and sv.trace is None and sv.slo_ttft_s is None and sv.slo_tpot_s is None:
+        return _nulls(K, NOT_ASKED, used)
     reason = why_not(sc, inp)
     result = None
     if reason is None:
@@ -210,7 +229,7 @@ def simulated_outputs(
         except InputError as exc:
             reason = f"not simulated: {exc}"
     if result is None:
-        return {key: q(None, K.unit(key), K.LABELS[key], reason, used, note=reason) for key in K.SIMULATED}
+        return _nulls(K, reason, used)
     text = result.description
     values: dict[str, float] = {f"performance.sim.{name}": value for name, value in result.percentiles.items()}
     values.update({
@@ -227,3 +246,7 @@ def simulated_outputs(
         else:
             out[key] = q(value, K.unit(key), K.LABELS[key], text, used, note="simulated")
     return out
+
+
+def _nulls(keys: Any, why: str, used: tuple[str, ...]) -> dict[str, Quantity]:
+    return {key: q(None, keys.unit(key), keys.LABELS[key], why, used, note=why) for key in keys.SIMULATED}
