@@ -127,7 +127,7 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
         # A trace's times are the whole service's: each replica takes every dp-th request.
         arrival = np.array(trace.arrival_s)
         load = arrivals.trace(arrival[::dp], prompt[::dp], output[::dp])
-        shape = "arrival times of the trace" + (f", every {dp}th request per replica" if dp > 1 else "")
+        shape = "arrival times of the trace" + (f", one request in {dp} per replica" if dp > 1 else "")
     elif sv.arrival_rate is not None:
         rate = sv.arrival_rate / dp
         if sv.arrival_cv == 1.0:
