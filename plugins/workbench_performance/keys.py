@@ -127,6 +127,33 @@ PERFORMANCE: dict[str, tuple[str, str, str]] = {
     "performance.train_time_days_high": ("days", "training", "Time to train, pessimistic end"),
 }
 
+
+#: Simulated serving (:mod:`workbench_performance.serving_simulation`): an iteration-level run of
+#: the scenario's scheduler under its load, per replica, scaled to all replicas for rates.
+SIMULATED: dict[str, tuple[str, str, str]] = {}
+for _metric, _unit, _what in (
+    ("ttft", "s", "time to first token"),
+    ("tpot", "s", "time per output token (end-to-end minus TTFT, over output tokens - 1)"),
+    ("e2e", "s", "end-to-end request latency"),
+):
+    for _q in (50, 90, 99):
+        SIMULATED[f"performance.sim.{_metric}_p{_q}_s"] = (
+            _unit, "inference", f"Simulated {_what}, {_q}th percentile over the simulated requests"
+        )
+SIMULATED.update({
+    "performance.sim.output_tokens_per_s": (
+        "tokens/s", "inference", "Simulated output tokens per second, all replicas (from the first arrival to the last completion)"
+    ),
+    "performance.sim.requests_per_s": ("requests/s", "inference", "Simulated requests completed per second, all replicas"),
+    "performance.sim.goodput_requests_per_s": (
+        "requests/s", "inference", "Simulated requests per second that meet the TTFT and TPOT targets, all replicas"
+    ),
+    "performance.sim.goodput_fraction": (
+        "fraction", "inference", "Share of the simulated requests that meet the TTFT and TPOT targets"
+    ),
+})
+PERFORMANCE.update(SIMULATED)
+
 COMMUNICATION: dict[str, tuple[str, str, str]] = {
     "communication.step": (
         "text",
@@ -189,6 +216,12 @@ LABELS: dict[str, str] = {
     "performance.train_time_days": "Time to train (days)",
     "performance.train_time_days_low": "Time to train, optimistic",
     "performance.train_time_days_high": "Time to train, pessimistic",
+    **{f"performance.sim.{m}_p{q}_s": f"{name} p{q} (simulated)" for m, name in (
+        ("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End-to-end latency")) for q in (50, 90, 99)},
+    "performance.sim.output_tokens_per_s": "Output tokens/s (simulated)",
+    "performance.sim.requests_per_s": "Requests/s (simulated)",
+    "performance.sim.goodput_requests_per_s": "Goodput, requests/s (simulated)",
+    "performance.sim.goodput_fraction": "Requests meeting the targets (simulated)",
 }
 
 

@@ -9,6 +9,7 @@ from workbench_performance.communication import forward_comm
 from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, prefill_kernels, serve
 from workbench_performance.operators.cost import PassKernels
 from workbench_performance.inputs import Source, inference_inputs
+from workbench_performance.serving_simulation import simulated_outputs
 from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
 
 
@@ -261,6 +262,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             lambda: "time in kernels / time (communication and per-step overhead idle)",
             used,
         )
+    v.update(simulated_outputs(sc, inp, central, used, ctx.wanted))
     v.update(not_applicable_to("training", "inference scenario: no training step"))
 
     if p.fits is False:

@@ -135,3 +135,39 @@ def test_image_inputs_follow_the_vision_tower(qtbot, controller: ProjectControll
     assert not panel.is_shown("images_per_request")
     panel.set_value("workload", Workload.PRETRAIN)
     assert panel.labels["images_per_request"].text() == "Images per sample"
+
+
+def test_serving_load_inputs_change_the_scenario_and_undo_restores_it(qtbot, controller: ProjectController, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from workbench.core.scenario import Batching
+
+    panel = _panel(qtbot, controller)
+    before = controller.scenario.serving
+    for path in ("serving.batching", "serving.arrival_rate", "serving.requests", "serving.trace",
+                 "serving.slo_ttft_s", "serving.slo_tpot_s"):
+        assert panel.is_shown(path), path
+        assert panel.knobs[path].widget.toolTip(), path
+    assert not panel.is_shown("serving.arrival_cv")  # a closed loop has no arrival gaps
+    assert not panel.is_shown("serving.prefill_chunk_tokens")
+    panel.set_value("serving.batching", Batching.CHUNKED)
+    assert panel.is_shown("serving.prefill_chunk_tokens")
+    panel.set_value("serving.arrival_rate", 12.5)
+    assert panel.is_shown("serving.arrival_cv")
+    panel.set_value("serving.arrival_cv", 2.0)
+    panel.set_value("serving.requests", 500)
+    panel.set_value("serving.slo_ttft_s", 0.5)
+    panel.set_value("serving.slo_tpot_s", 0.05)
+    trace = tmp_path / "requests.csv"
+    panel.set_value("serving.trace", str(trace))
+    sv = controller.scenario.serving
+    assert (sv.batching, sv.chunked_prefill, sv.arrival_rate, sv.arrival_cv, sv.requests) == (
+        Batching.CHUNKED, True, 12.5, 2.0, 500)
+    assert (sv.slo_ttft_s, sv.slo_tpot_s, sv.trace) == (0.5, 0.05, str(trace))
+    # Setting a target back to its lowest value means "no target".
+    panel.set_value("serving.slo_tpot_s", 0.0)
+    assert controller.scenario.serving.slo_tpot_s is None
+    for _ in range(8):  # one undo step per edit
+        controller.undo_stack.undo()
+    assert controller.scenario.serving == before
+    assert panel.knobs["serving.batching"].read() == Batching.CONTINUOUS
+    assert panel.knobs["serving.arrival_rate"].read() is None
+    assert panel.knobs["serving.trace"].read() is None

@@ -29,6 +29,7 @@ from workbench.core.limits import (
 from workbench.core.project import Project
 from workbench.core.scenario import (
     AttentionKernel,
+    Batching,
     FinetuneMethod,
     Offload,
     Optimizer,
@@ -77,6 +78,15 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--recompute", "recompute", str, _choices(Recompute), "activation recomputation"),
     ("--attention", "attention", str, _choices(AttentionKernel), "attention kernel"),
     ("--gpu-mem-util", "serving.gpu_memory_utilization", float, None, "serving engine memory fraction"),
+    ("--batching", "serving.batching", str, _choices(Batching), "serving scheduler: static, continuous or chunked prefill"),
+    ("--arrival-rate", "serving.arrival_rate", float, None,
+     "requests per second for the serving simulation (default: a closed loop of --batch users)"),
+    ("--arrival-cv", "serving.arrival_cv", float, None, "variation of the gaps between arrivals (1 = Poisson; default 1)"),
+    ("--requests", "serving.requests", int, None, "requests the serving simulation runs (default 1,000; at most 100,000)"),
+    ("--trace", "serving.trace", str, None,
+     "CSV or JSONL file of requests to replay: prompt_tokens, output_tokens[, arrival_s] (at most 64 MiB)"),
+    ("--slo-ttft", "serving.slo_ttft_s", float, None, "time-to-first-token target for goodput, seconds"),
+    ("--slo-tpot", "serving.slo_tpot_s", float, None, "time-per-output-token target for goodput, seconds"),
     ("--usd-per-gpu-hour", "pricing.cloud_usd_per_gpu_hour", float, None, "rental price per GPU-hour"),
     ("--purchase-usd", "pricing.purchase_usd_per_gpu", float, None, "purchase price per GPU"),
     ("--power-usd-per-kwh", "pricing.power_usd_per_kwh", float, None, "electricity price"),
@@ -340,6 +350,12 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
         _check_assumption(definitions or _assumption_definitions(), ident, value, "scenario")
     if scenario.parallel.pp > 1:
         _check_stages(scenario, project)
+    if scenario.serving.trace is not None:
+        # A trace that cannot be read is a mistake in the command line: refused here, in one line,
+        # not left for the estimate to report as a missing result.
+        from workbench.core.request_trace import read_trace
+
+        read_trace(scenario.serving.trace, scenario.serving.requests)
     return scenario
 
 

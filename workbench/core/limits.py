@@ -40,3 +40,13 @@ MAX_FILE_DEPTH = 32
 MAX_SWEEP_POINTS = 1_000_000
 #: Values on one sweep axis.
 MAX_AXIS_VALUES = 10_000
+#: Requests per second arriving at one serving scenario (a million: far past any one deployment).
+MAX_ARRIVAL_RATE = 1e6
+#: Coefficient of variation of arrival gaps (10: bursts of ~100 requests at once).
+MAX_ARRIVAL_CV = 10.0
+#: Requests one serving simulation runs: 100,000 take about a second (10,000 about 0.1 s).
+MAX_SIMULATED_REQUESTS = 100_000
+#: Latency targets (TTFT, TPOT), seconds: an hour.
+MAX_SLO_S = 3600.0
+#: Request trace files larger than this are refused before they are read (64 MiB, ~2M requests).
+MAX_TRACE_BYTES = 64 * 1024 * 1024

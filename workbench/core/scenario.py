@@ -8,7 +8,7 @@ lives here; each field's description is the GUI tooltip and the CLI help.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -74,6 +74,12 @@ class PipelineSchedule(str, Enum):
     GPIPE = "gpipe"
 
 
+class Batching(str, Enum):
+    STATIC = "static"
+    CONTINUOUS = "continuous"
+    CHUNKED = "chunked"
+
+
 class Parallelism(BaseModel):
     """How the model and the batch are split over GPUs."""
 
@@ -107,7 +113,7 @@ class Parallelism(BaseModel):
 
 
 class ServingOptions(BaseModel):
-    """Inference-server behaviour (vLLM / TensorRT-LLM / SGLang style)."""
+    """Inference-server behaviour (vLLM / TensorRT-LLM / SGLang style) and the load it serves."""
 
     model_config = _FROZEN
 
@@ -116,8 +122,12 @@ class ServingOptions(BaseModel):
     )
     paged_kv: bool = Field(True, description="KV cache in fixed-size pages (PagedAttention).")
     kv_block_size: int = Field(16, gt=0, le=limits.MAX_SIZE_KNOB, description="Tokens per KV-cache page (vLLM default 16).")
-    continuous_batching: bool = Field(True, description="New requests join the running batch between steps.")
-    chunked_prefill: bool = Field(False, description="Long prompts are prefilled in chunks mixed with decode steps.")
+    batching: Batching = Field(
+        Batching.CONTINUOUS,
+        description="Scheduling: static (a batch runs until its longest request ends), continuous (new requests "
+        "join between steps; a step prefills or decodes) or chunked (prompts prefilled in chunks mixed with "
+        "decode steps).",
+    )
     prefill_chunk_tokens: int = Field(2048, gt=0, le=limits.MAX_TOKENS, description="Tokens per prefill chunk when chunked prefill is on.")
     disaggregated: bool = Field(False, description="Prefill and decode run on separate GPU pools.")
     speculative_draft_params: float | None = Field(
@@ -127,6 +137,64 @@ class ServingOptions(BaseModel):
     speculative_acceptance: float = Field(
         0.7, gt=0, le=1, description="Probability that the target model accepts each drafted token."
     )
+    arrival_rate: float | None = Field(
+        None, gt=0, le=limits.MAX_ARRIVAL_RATE,
+        description="Requests arriving per second, for the serving simulation (None: a closed loop of "
+        "'concurrent requests' users, each sending its next request when the last one ends).",
+    )
+    arrival_cv: float = Field(
+        1.0, gt=0, le=limits.MAX_ARRIVAL_CV,
+        description="Coefficient of variation of the gaps between arrivals: 1 is Poisson (MLPerf Server), "
+        "above 1 burstier, below 1 more regular (gamma-distributed gaps).",
+    )
+    requests: int = Field(
+        1000, gt=0, le=limits.MAX_SIMULATED_REQUESTS,
+        description="Requests the serving simulation runs (more: steadier percentiles, slower estimate).",
+    )
+    trace: str | None = Field(
+        None, min_length=1, max_length=limits.MAX_PATH_CHARS, pattern=_NO_NUL,
+        description="A CSV or JSONL file of requests to replay instead of generated load: prompt_tokens, "
+        "output_tokens and optionally arrival_s per line (None: prompts and outputs of the scenario's lengths).",
+    )
+    slo_ttft_s: float | None = Field(
+        None, gt=0, le=limits.MAX_SLO_S,
+        description="Time-to-first-token target in seconds for goodput (None: no target).",
+    )
+    slo_tpot_s: float | None = Field(
+        None, gt=0, le=limits.MAX_SLO_S,
+        description="Time-per-output-token target in seconds for goodput (None: no target).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_batching_flags(cls, data: Any) -> Any:
+        """Payloads saved before ``batching`` carry two booleans; they keep their meaning (continuous
+        off was static batching whatever chunked prefill said)."""
+        if not isinstance(data, dict) or not {"continuous_batching", "chunked_prefill"} & data.keys():
+            return data
+        data = dict(data)
+        continuous = data.pop("continuous_batching", True)
+        chunked = data.pop("chunked_prefill", False)
+        for name, flag in (("continuous_batching", continuous), ("chunked_prefill", chunked)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be true or false")
+        implied = Batching.STATIC if not continuous else Batching.CHUNKED if chunked else Batching.CONTINUOUS
+        given = data.get("batching")
+        if given is not None and str(getattr(given, "value", given)) != implied.value:
+            raise ValueError(
+                f"batching '{getattr(given, 'value', given)}' disagrees with continuous_batching/chunked_prefill "
+                f"('{implied.value}'); give batching only"
+            )
+        data["batching"] = implied
+        return data
+
+    @property
+    def continuous_batching(self) -> bool:
+        return self.batching is not Batching.STATIC
+
+    @property
+    def chunked_prefill(self) -> bool:
+        return self.batching is Batching.CHUNKED
 
 
 class Pricing(BaseModel):

@@ -40,6 +40,8 @@ ALIASES: dict[str, str] = {
     "attention": "attention",
     "global-batch": "global_batch_size",
     "gpu-mem-util": "serving.gpu_memory_utilization",
+    "batching": "serving.batching",
+    "arrival-rate": "serving.arrival_rate",
     "mfu": "mfu",
 }
 

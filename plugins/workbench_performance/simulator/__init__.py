@@ -8,8 +8,8 @@
     result.summary(slo_ttft_s=2.0, slo_tpot_s=0.1)["ttft_p99_s"]   # one value per configuration
 
 The step-time coefficients are arrays per configuration, so a per-operator model (or any
-other) supplies them without the simulator knowing how they were made. Not yet wired into the
-performance estimator's TTFT/TPOT.
+other) supplies them without the simulator knowing how they were made. The performance
+estimator's ``performance.sim.*`` keys come from it (workbench_performance.serving_simulation).
 """
 
 from workbench_performance.simulator import arrivals

@@ -111,6 +111,17 @@ class Prepared:
     users: np.ndarray | None
 
 
+def one(p: Prepared, i: int) -> Prepared:
+    """Configuration i of prepared inputs, as prepared inputs of one configuration."""
+    fields = {}
+    for name, value in vars(p).items():
+        if isinstance(value, np.ndarray):
+            value = value[i : i + 1]
+        fields[name] = value
+    fields["c"] = 1
+    return Prepared(**fields)
+
+
 def _whole(arr: np.ndarray) -> bool:
     """Integers, or floats that hold whole numbers (1.0 is fine, 1.5 and nan are not)."""
     if np.issubdtype(arr.dtype, np.integer):

@@ -6,6 +6,10 @@ leaps over k iterations at once: its batch does not change until a request finis
 runs out or an admissible request arrives, and the iteration times meanwhile form an arithmetic
 series (each adds one context token per sequence), so k of them cost one pass. That keeps the
 number of passes near the number of events (arrivals, completions, prefills), not tokens.
+
+run_arrays is the engine over many configurations; run sends up to ONE_BY_ONE configurations one
+by one to single.run_one, the same scheduler in plain Python, which gives the same numbers to the
+bit at a fraction of the time per pass.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from workbench_performance.simulator.inputs import (
     Prepared,
     StepModel,
     Workload,
+    one,
     prepare,
 )
-from workbench_performance.simulator.metrics import SimulationResult
+from workbench_performance.simulator.metrics import SimulationResult, stack
+from workbench_performance.simulator.single import run_one
 from workbench_performance.simulator.scheduler import DECODE, EMPTY, PREEMPTED, PREFILL, Slots, ceil_div
 
 _ARRIVAL_WINDOW = 64  # arrivals looked at per pass when counting who has arrived (any number works)
@@ -30,6 +36,22 @@ _ARRIVAL_WINDOW = 64  # arrivals looked at per pass when counting who has arrive
 def simulate(step: StepModel, policy: Policy, workload: Workload) -> SimulationResult:
     """Simulate every configuration's request stream; results per configuration and request."""
     return run(prepare(step, policy, workload))
+
+
+#: Up to this many configurations, each runs on its own in plain Python (single.py): numpy's
+#: fixed cost per call, paid dozens of times per pass, outweighs the arithmetic until the
+#: configurations are many (measured: 100 configurations x 1,000 requests take about half the
+#: time one by one; tests/benchmarks/bench_simulator.py).
+ONE_BY_ONE = 256
+
+
+def run(p: Prepared) -> SimulationResult:
+    """Simulate prepared inputs: configuration by configuration when few, all together when many."""
+    if p.c == 1:
+        return run_one(p)
+    if p.c > ONE_BY_ONE:
+        return run_arrays(p)
+    return stack([run_one(one(p, i)) for i in range(p.c)])
 
 
 def _leap_to_arrival(x: np.ndarray, a0: np.ndarray, dd: np.ndarray) -> np.ndarray:
@@ -42,7 +64,7 @@ def _leap_to_arrival(x: np.ndarray, a0: np.ndarray, dd: np.ndarray) -> np.ndarra
     return np.clip(np.ceil(2 * x / (bq + np.sqrt(bq * bq + 2 * dd * x))), 1, 1e15).astype(np.int64)
 
 
-def run(p: Prepared) -> SimulationResult:
+def run_arrays(p: Prepared) -> SimulationResult:
     c, r = p.c, p.r
     sl = Slots(p)
     rows = sl.rows
@@ -246,4 +268,4 @@ def run(p: Prepared) -> SimulationResult:
     )
 
 
-__all__ = ["run", "simulate"]
+__all__ = ["run", "run_arrays", "simulate"]

@@ -8,11 +8,18 @@ percentiles and counts as meeting a TPOT target.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 PERCENTILES = (50, 90, 99)
+
+
+def stack(results: list[SimulationResult]) -> SimulationResult:
+    """Results of single configurations, one after another, as one result of many."""
+    return SimulationResult(
+        **{f.name: np.concatenate([getattr(r, f.name) for r in results]) for f in fields(SimulationResult)}
+    )
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,13 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.core.dtypes import ACTIVATION_DTYPES, WeightFormat
+from workbench.core.limits import MAX_SIMULATED_REQUESTS
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import (
     MAX_IMAGE_SIDE,
     MAX_IMAGES_PER_REQUEST,
     AttentionKernel,
+    Batching,
     FinetuneMethod,
     Offload,
     Optimizer,
@@ -84,7 +86,7 @@ def _image_size(s: Scenario, a: ModelArchitecture | None) -> bool:
 class Knob:
     path: str
     label: str
-    kind: str  # int | float | enum | bool | number
+    kind: str  # int | float | enum | bool | number | text
     applies: Applies = _always
     minimum: float = 0
     maximum: float = 1 << 24
@@ -152,8 +154,7 @@ SECTIONS: list[tuple[str, list[Knob]]] = [
         Knob("serving.paged_kv", "Paged KV cache", "bool", _inference),
         Knob("serving.kv_block_size", "KV page (tokens)", "int", lambda s, a: _inference(s, a) and s.serving.paged_kv,
              1, 4096),
-        Knob("serving.continuous_batching", "Continuous batching", "bool", _inference),
-        Knob("serving.chunked_prefill", "Chunked prefill", "bool", _inference),
+        Knob("serving.batching", "Batching", "enum", _inference, choices=tuple(Batching)),
         Knob("serving.prefill_chunk_tokens", "Prefill chunk (tokens)", "int",
              lambda s, a: _inference(s, a) and s.serving.chunked_prefill, 1, 1 << 20),
         Knob("serving.disaggregated", "Disaggregated prefill/decode", "bool", _inference),
@@ -162,6 +163,16 @@ SECTIONS: list[tuple[str, list[Knob]]] = [
              lambda s, a: _inference(s, a) and s.serving.speculative_draft_params is not None, 1, 64),
         Knob("serving.speculative_acceptance", "Draft acceptance", "float",
              lambda s, a: _inference(s, a) and s.serving.speculative_draft_params is not None, 0.01, 1.0, 0.05, 2),
+    ]),
+    ("Serving load (simulated)", [
+        Knob("serving.arrival_rate", "Arrival rate (requests/s)", "float", _inference, 0, 1e6, 1, 2,
+             none_text="closed loop"),
+        Knob("serving.arrival_cv", "Arrival variation (CV)", "float",
+             lambda s, a: _inference(s, a) and s.serving.arrival_rate is not None, 0.05, 10, 0.1, 2),
+        Knob("serving.requests", "Simulated requests", "int", _inference, 1, MAX_SIMULATED_REQUESTS),
+        Knob("serving.trace", "Request trace (CSV/JSONL)", "text", _inference, none_text="none: generated load"),
+        Knob("serving.slo_ttft_s", "TTFT target (s)", "float", _inference, 0, 3600, 0.05, 3, none_text="no target"),
+        Knob("serving.slo_tpot_s", "TPOT target (s)", "float", _inference, 0, 3600, 0.005, 3, none_text="no target"),
     ]),
     ("Prices and power", [
         Knob("pricing.cloud_usd_per_gpu_hour", "Cloud USD per GPU-hour", "float", _always, 0, 1000, 0.1, 2,
@@ -229,6 +240,11 @@ class _KnobWidget:
             self.widget = combo
         elif kind == "bool":
             self.widget = QCheckBox(parent)
+        elif kind == "text":
+            text_edit = QLineEdit(parent)
+            text_edit.setPlaceholderText(knob.none_text)
+            text_edit.setClearButtonEnabled(True)
+            self.widget = text_edit
         else:
             edit = QLineEdit(parent)
             edit.setPlaceholderText(knob.none_text or "")
@@ -253,6 +269,9 @@ class _KnobWidget:
                 w.setCurrentIndex(max(index, 0))
             elif isinstance(w, QCheckBox):
                 w.setChecked(bool(value))
+            elif isinstance(w, QLineEdit) and self.knob.kind == "text":
+                if (w.text().strip() or None) != value:
+                    w.setText(value or "")
             elif isinstance(w, QLineEdit):
                 text = "" if value is None else _short_number(value)
                 if parse_or_none(w.text()) != value:
@@ -270,6 +289,8 @@ class _KnobWidget:
             return w.currentData()
         if isinstance(w, QCheckBox):
             return w.isChecked()
+        if self.knob.kind == "text":
+            return w.text().strip() or None  # type: ignore[union-attr]
         return parse_number(w.text())  # type: ignore[union-attr]
 
     def connect(self, slot: Callable[[], None]) -> None:
