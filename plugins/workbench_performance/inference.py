@@ -311,8 +311,7 @@ def _draft_pass(inp: InferenceInputs, eff: Efficiency, batch: float) -> float:
     mb = max(batch / pp, 1.0) if pp > 1 else batch
     prof = inp.profile
     bw = inp.bandwidth * min(prof.bandwidth_efficiency * eff.bandwidth, 1.0)
-    tiled = max(mb, prof.tile_m)
-    fill = min(mb / prof.tile_m, 1.0) * tiled / (tiled + prof.gemm_half_m)
+    fill = min(mb / prof.tile_m, 1.0)
     gemm = eff.mfu or min(prof.gemm_efficiency_for(inp.compute_dtype) * eff.matmul, 1.0)
     t_mem = (inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq) / bw
     t_comp = mb * inp.draft_flops_per_token / (inp.peak_flops * gemm * fill)

@@ -238,7 +238,7 @@ def test_solve_train_in_and_tpot_questions(capsys: pytest.CaptureFixture[str]) -
         "--seq-len",
         "1024",
         "--max-tpot",
-        "0.07",
+        "0.075",
         "--json",
     )
     assert code == 0 and json.loads(out)["answer"]["batch_size"] >= 1

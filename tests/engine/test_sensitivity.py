@@ -36,7 +36,7 @@ def test_factor_ranges_fallback_and_exclusions(eng) -> None:  # type: ignore[no-
     )  # 0, no range
     # An override keeps the relative width of the documented range.
     matmul = S.assumption_factor(eng.assumptions["perf.kernel_efficiency_scale"], 0.325)
-    assert (matmul.low, matmul.high) == pytest.approx((0.325 * 0.85, 0.325 * 1.10))
+    assert (matmul.low, matmul.high) == pytest.approx((0.325 * 0.65 / 0.76, 0.325 * 0.84 / 0.76))
     # Allowed bounds clamp the swing.
     overlap = S.assumption_factor(eng.assumptions["perf.dp_comm_overlap"], 0.8)
     assert overlap.high == 1.0

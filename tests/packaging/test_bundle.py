@@ -58,6 +58,7 @@ def test_the_bundle_holds_the_app_resources_and_desktop_files(bundle: Path) -> N
     assert (internal / "resources" / "help" / "index.html").is_file()
     # Plugin data read through importlib.resources sits beside the frozen plugin package.
     assert (internal / "workbench_performance" / "data" / "kernels" / "gemm.yaml").is_file()
+    assert (internal / "workbench_performance" / "operators" / "profiles.yaml").is_file()
     for path in ("applications/gpu-workbench.desktop", "metainfo/io.github.gpu_workbench.metainfo.xml",
                  "icons/hicolor/scalable/apps/gpu-workbench.svg",
                  "icons/hicolor/256x256/apps/gpu-workbench.png"):

@@ -13,12 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_perf_support import engine_with
 from workbench_performance import accepted_per_step, curve_for
-from workbench_performance.efficiency import efficiencies
+from workbench_performance.efficiency import ASSUMPTIONS, efficiencies
 from workbench_performance.inference import decode_kernels, prefill_kernels
 from workbench_performance.inputs import inference_inputs
 from workbench_performance.keys import PERFORMANCE
 
 ENGINE = engine_with()
+DEFAULTS = {a.id: a.default for a in ASSUMPTIONS}
 BW = GPU.memory_bandwidth_gbps * 1e9
 PEAK = GPU.dense_tflops["bf16"] * 1e12  # type: ignore[index]
 
@@ -42,17 +43,20 @@ def test_decode_at_batch_one_reads_the_weights_once() -> None:
     est = run(batch_size=1, seq_len=1024, gen_len=256)
     inp, k = kernels_of(est)
     prof = inp.profile
+    central, _, _ = efficiencies(est.assumptions, training=False)
     # every kernel of a batch-1 step streams memory; the bytes are those of the roofline (the
     # per-operator model reads its activations from shapes, within a fraction of a percent)
     assert k.compute_s == 0.0
-    assert k.memory_s == pytest.approx(est.get("roofline.decode.bytes") / (BW * prof.bandwidth_efficiency), rel=0.01)
+    achieved = BW * prof.bandwidth_efficiency * central.bandwidth  # stream benchmark x sustained share
+    assert k.memory_s == pytest.approx(est.get("roofline.decode.bytes") / achieved, rel=0.01)
     assert est.get("performance.decode_step_s") == pytest.approx(k.memory_s + k.latency_s + 0.001, rel=1e-9)
     assert est.get("performance.bound") == "memory bandwidth"
 
 
 def test_prefill_is_compute_bound_and_scales_with_kernel_efficiency() -> None:
     base = run(batch_size=1, seq_len=4096, gen_len=16)
-    slower = run(batch_size=1, seq_len=4096, gen_len=16, assumptions={"perf.kernel_efficiency_scale": 0.5})
+    half_scale = DEFAULTS["perf.kernel_efficiency_scale"] / 2
+    slower = run(batch_size=1, seq_len=4096, gen_len=16, assumptions={"perf.kernel_efficiency_scale": half_scale})
     inp = inference_inputs(base)
     central, _, _ = efficiencies(base.assumptions, training=False)
     k = prefill_kernels(inp, central, 1)
@@ -61,7 +65,7 @@ def test_prefill_is_compute_bound_and_scales_with_kernel_efficiency() -> None:
     assert prefill_kernels(inp, half, 1).compute_s == pytest.approx(2 * k.compute_s, rel=1e-9)
     # the GEMM FLOPs of the prompt run at the profile's large-GEMM efficiency (4,096 rows fill
     # every tile; the thin-matrix factors of a 4,096-wide model cost a few percent at most)
-    ideal = k.gemm_flops / (PEAK * inp.profile.gemm_efficiency_for("bf16"))
+    ideal = k.gemm_flops / (PEAK * inp.profile.gemm_efficiency_for("bf16") * central.matmul)
     assert ideal < k.gemm_s < 1.3 * ideal
     assert slower.get("performance.prefill_s") > 1.8 * (base.get("performance.prefill_s") - 0.001)
 
@@ -76,7 +80,8 @@ def test_mfu_flag_replaces_the_kernel_efficiency_for_inference() -> None:
 
 def test_bandwidth_assumption_override_halves_decode_speed() -> None:
     base = run(batch_size=1, seq_len=512, gen_len=64)
-    half = run(batch_size=1, seq_len=512, gen_len=64, assumptions={"perf.bandwidth_efficiency_scale": 0.5})
+    half_scale = DEFAULTS["perf.bandwidth_efficiency_scale"] / 2
+    half = run(batch_size=1, seq_len=512, gen_len=64, assumptions={"perf.bandwidth_efficiency_scale": half_scale})
     _, k_base = kernels_of(base)
     _, k_half = kernels_of(half)
     assert k_half.memory_s == pytest.approx(2 * k_base.memory_s, rel=1e-9)

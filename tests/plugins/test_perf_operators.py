@@ -85,8 +85,8 @@ def test_the_hopper_fp8_fit_reproduces_deepgemm_within_its_stated_error() -> Non
             continue
         groups = r.groups if r.grouped else 1
         flops = 2.0 * r.m * r.n * r.k * groups
-        tiled = max(r.m, prof.tile_m)
-        eff = e * min(r.m / prof.tile_m, 1.0) * tiled / (tiled + prof.gemm_half_m) * r.k / (r.k + kh) * r.n / (r.n + nh)
+        per_expert = r.m / (r.m + prof.gemm_half_m) if r.grouped else 1.0
+        eff = e * min(r.m / prof.tile_m, 1.0) * per_expert * r.k / (r.k + kh) * r.n / (r.n + nh)
         t_comp = flops / (1978.9e12 * eff)
         t_mem = (r.m * r.k + r.k * r.n + 2.0 * r.m * r.n) * groups / (3350e9 * prof.bandwidth_efficiency)
         predicted = max(t_comp, t_mem) + prof.min_kernel_s

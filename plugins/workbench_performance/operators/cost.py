@@ -4,8 +4,9 @@ Every kernel costs ``max(compute time, memory time) + kernel latency``:
 
 * **GEMM** of ``M`` token rows by a ``K x N`` weight: ``2 M N K`` FLOPs at
   ``peak x gemm_efficiency[dtype] x fill(M) x M/(M + m_half) x K/(K + k_half) x N/(N + n_half)``,
-  the saturating factors being the cost of few rows (a grouped expert GEMM of 256 rows per
-  expert runs at two thirds of a 4,096-row one) and the prologue/epilogue of thin matrices;
+  the saturating factors being the cost of few rows per expert in a grouped (MoE) GEMM, 1 for
+  plain GEMMs (256 rows per expert run at two thirds of the rate of 4,096) and the
+  prologue/epilogue of thin matrices;
   bytes: the weight plus the activations it reads and
   writes, at the achieved copy bandwidth. ``fill(M) = min(M / tile_m, 1)``: a GEMM of fewer rows
   than the smallest M-tile pays for a whole tile (8 decode rows in a 64-row tile use an eighth of
@@ -138,8 +139,9 @@ def pass_kernels(
     nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
     fill = np.minimum(rows / prof.tile_m, 1.0)
     k_half, n_half = prof.half_widths(dtype)
-    tiled = np.maximum(rows, prof.tile_m)  # below one tile, fill() already charges the empty rows
-    eff = eff_max * fill * tiled / (tiled + prof.gemm_half_m) * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
+    # a grouped expert GEMM with few rows per expert runs below a plain one of as many rows in all
+    per_expert = np.where(ga.expert, rows / (rows + prof.gemm_half_m), 1.0)
+    eff = eff_max * fill * per_expert * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
     t_comp = flops / (peak_flops * eff)
     t_mem = nbytes / bw
     t_lat = ga.kernels * floor + 0.0 * t_col
@@ -159,8 +161,7 @@ def pass_kernels(
     a_flops = np.asarray(attention_flops, dtype=float)
     a_mem = np.asarray(attention_bytes, dtype=float) / bw
     if eager:
-        tiled_ctx = np.maximum(ctx, prof.tile_m)
-        a_eff = eff_max * np.minimum(ctx / prof.tile_m, 1.0) * tiled_ctx / (tiled_ctx + prof.gemm_half_m)
+        a_eff = eff_max * np.minimum(ctx / prof.tile_m, 1.0)
         a_comp = a_flops / (peak_flops * a_eff)
         scores = layers * graph.heads * np.asarray(square_prompts, dtype=float) * ctx * ctx
         a_mem = a_mem + scores * 4.0 * act_bytes / bw  # write, softmax read + write, read for P V

@@ -113,8 +113,8 @@ def _fit_gemm(shapes: list[dict], bw_eff: float) -> dict:
     fill = np.minimum(m / TILE_M, 1.0)
     best = (math.inf,)
     for kh, nh, mh in ((kh, nh, mh) for kh in _HALF for nh in _HALF for mh in _HALF):
-            tiled = np.maximum(m, TILE_M)
-            base = flops / (col["peak"] * fill * tiled / (tiled + mh) * k / (k + kh) * n / (n + nh))
+            per_group = np.where(g > 1, m / (m + mh), 1.0)  # grouped (expert) GEMMs only
+            base = flops / (col["peak"] * fill * per_group * k / (k + kh) * n / (n + nh))
             core = np.maximum(base[None, :] / _E[:, None], t_mem[None, :])
             err = np.log((core[:, None, :] + _T0[None, :, None]) / col["s"][None, None, :])
             loss = (err**2).mean(axis=-1)
@@ -126,8 +126,8 @@ def _fit_gemm(shapes: list[dict], bw_eff: float) -> dict:
 
 
 def _thin(s: dict, kh: float, nh: float, mh: float) -> float:
-    tiled = max(s["m"], TILE_M)
-    return min(s["m"] / TILE_M, 1.0) * tiled / (tiled + mh) * s["k"] / (s["k"] + kh) * s["n"] / (s["n"] + nh)
+    per_group = s["m"] / (s["m"] + mh) if s["g"] > 1 else 1.0
+    return min(s["m"] / TILE_M, 1.0) * per_group * s["k"] / (s["k"] + kh) * s["n"] / (s["n"] + nh)
 
 
 def _bandwidth(gpus: tuple[str, ...]) -> tuple[float | None, list[str]]:
@@ -223,9 +223,9 @@ def derive() -> dict:
         if len({(s["m"], s["n"], s["k"]) for s in rows}) >= MIN_FIT_SHAPES and not all(s["best_shape"] for s in rows):
             fits[arch, dt] = _fit_gemm(rows, bandwidths[arch][0] or 0.9)
     pooled_t0 = statistics.median(f["t0"] for f in fits.values())
-    # Rows per GEMM: the one dependence the shape-varied table shows that no best-shape row can
-    # (a grouped expert GEMM of 256 rows per expert runs at 2/3 of a 4,096-row one); carried over
-    # to the architectures and dtypes without such a table.
+    # Rows per expert of a grouped GEMM: the one dependence the shape-varied table shows that no
+    # best-shape row can (a grouped GEMM of 256 rows per expert runs at 2/3 of the rate of 4,096
+    # rows per expert); carried over to the architectures and dtypes without such a table.
     m_half = statistics.median(f["m_half"] for f in fits.values())
     pooled_bw = statistics.median(b for b, _ in bandwidths.values() if b is not None)
     profiles = []
@@ -253,10 +253,13 @@ def derive() -> dict:
                 notes.append(f"{dt}: best published shape per accelerator ({', '.join(f'{g} {e:g}' for g, e in sorted(by_gpu.items()))}; "
                              "the architecture's figure is their median), divided by the rows factor at that shape; no K/N "
                              "factor (no shape-varied table)")
-        if "bf16" not in gemm:
-            continue
         bw, bw_gpus = bandwidths[a.id]
+        if "bf16" not in gemm and bw is None:
+            continue  # no kernel data at all: the generic profile applies, with its warning
         partial = []
+        if "bf16" not in gemm:
+            partial.append("gemm_efficiency")
+            notes.append("no GEMM rows for this architecture: the median of the measured architectures")
         if bw is None:
             bw = pooled_bw
             partial.append("bandwidth_efficiency")
@@ -275,6 +278,11 @@ def derive() -> dict:
             t0=fit["t0"] if fit else pooled_t0, t0_note=("GEMM fit of this architecture" if fit else "GEMM fits of other architectures") + " (data/kernels/gemm.yaml)",
             att=att, partial=partial,
         ))
+    pooled_gemm = {dt: round(statistics.median(p["gemm"][dt] for p in profiles if dt in p["gemm"] and "gemm_efficiency" not in p["partial"]), 3)
+                   for dt in ("bf16", "fp8")}
+    for p in profiles:
+        if "gemm_efficiency" in p["partial"]:
+            p["gemm"] = dict(pooled_gemm)
     # attention: pooled fallback
     fitted_att = [v[0] for v in attention_done.values() if v and v[0]["half"] is not None]
     pooled_att_e = round(statistics.median(v["e"] for v in fitted_att), 3)
@@ -312,8 +320,8 @@ def derive() -> dict:
             "sources": {
                 "gemm_efficiency": p["gemm_note"],
                 "tile_m": "modelling choice: the smallest M-tile of Hopper/CDNA GEMM kernels (64 rows); DeepGEMM's 64-row shapes are its smallest",
-                "gemm_half_m": "rows at which a GEMM runs at half efficiency: the Hopper FP8 fit (DeepGEMM's plain and "
-                               "grouped shapes, data/kernels/gemm.yaml), the only shape-varied table; carried over",
+                "gemm_half_m": "rows per expert at which a grouped (MoE) GEMM runs at half efficiency: the Hopper FP8 fit "
+                               "(DeepGEMM's grouped shapes, data/kernels/gemm.yaml), the only grouped table; carried over",
                 "gemm_half_k": "the GEMM fit of this architecture and dtype; 0 (no thin-matrix factor) where it has none",
                 "gemm_half_n": "see gemm_half_k",
                 "bandwidth_efficiency": p["bw_note"],
