@@ -136,6 +136,9 @@ for _metric, _unit, _what in (
     ("tpot", "s", "time per output token (end-to-end minus TTFT, over output tokens - 1)"),
     ("e2e", "s", "end-to-end request latency"),
 ):
+    SIMULATED[f"performance.sim.{_metric}_mean_s"] = (
+        _unit, "inference", f"Simulated {_what}, mean over the simulated requests"
+    )
     for _q in (50, 90, 99):
         SIMULATED[f"performance.sim.{_metric}_p{_q}_s"] = (
             _unit, "inference", f"Simulated {_what}, {_q}th percentile over the simulated requests"
@@ -216,8 +219,8 @@ LABELS: dict[str, str] = {
     "performance.train_time_days": "Time to train (days)",
     "performance.train_time_days_low": "Time to train, optimistic",
     "performance.train_time_days_high": "Time to train, pessimistic",
-    **{f"performance.sim.{m}_p{q}_s": f"{name} p{q} (simulated)" for m, name in (
-        ("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End-to-end latency")) for q in (50, 90, 99)},
+    **{f"performance.sim.{m}_{q}_s": f"{name} {q} (simulated)" for m, name in (
+        ("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "End-to-end latency")) for q in ("mean", "p50", "p90", "p99")},
     "performance.sim.output_tokens_per_s": "Output tokens/s (simulated)",
     "performance.sim.requests_per_s": "Requests/s (simulated)",
     "performance.sim.goodput_requests_per_s": "Goodput, requests/s (simulated)",

@@ -52,7 +52,7 @@ _CACHE_SIZE = 64
 class SimulatedServing:
     """Percentiles and rates of one simulated run, rates scaled to all replicas."""
 
-    percentiles: dict[str, float]  # "ttft_p50_s" ... "e2e_p99_s"
+    percentiles: dict[str, float]  # "ttft_mean_s", "ttft_p50_s" ... "e2e_p99_s"
     output_tokens_per_s: float
     requests_per_s: float
     goodput_requests_per_s: float
@@ -166,7 +166,7 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
     slo_tpot = sv.slo_tpot_s or math.inf
     s = res.summary(slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot)
     pct = {
-        f"{m}_p{q}_s": float(s[f"{m}_p{q}_s"][0]) for m in ("ttft", "tpot", "e2e") for q in (50, 90, 99)
+        f"{m}_{q}_s": float(s[f"{m}_{q}_s"][0]) for m in ("ttft", "tpot", "e2e") for q in ("mean", "p50", "p90", "p99")
     }
     targets = ", ".join(
         t for t in (

@@ -17,7 +17,8 @@ The mapping is generic, by config field, and was written without looking at any 
   stated; a record without them is not predicted. Inputs with a workbench default (micro-batch,
   output length, KV dtype, EP) take it, and the report lists it;
 * a serving batch is the stated batch; else the stated concurrency per replica; else, for an
-  arrival rate, the concurrency Little's law gives at the model's own latency; else, for a
+  arrival rate, the serving simulator runs the stated (else 1,000) Poisson requests at that rate,
+  at most the KV-cache capacity at once, and its percentiles are compared; else, for a
   max-load (offline) run, the KV-cache capacity capped at 4096 as the fitted cases of this doc
   do. An unstated TP is the smallest power of two that fits. Each such choice is listed;
 * every config field is either consumed by a rule below or listed as ``unmodelled`` (CP, arrival
@@ -178,6 +179,7 @@ class Mapping:
     batch_rule: str = "stated"
     batch_cap: int | None = None
     arrival_rate: float | None = None
+    requests: int | None = None  # stated number of requests of the run
     tp_stated: bool = True
 
     def scenario(self, **override: Any) -> Scenario:
@@ -439,7 +441,6 @@ def map_serving(rec: dict[str, Any], cfg: Config, m: Mapping) -> None:
     elif rate is not None:
         m.batch_rule = "arrival"
         m.arrival_rate = rate
-        m.unmodelled.append(f"arrival rate: {rate:g} req/s Poisson (as a steady concurrency, Little's law)")
     elif (
         scenario.startswith("offline") or "all requests queued" in batching or str(rate_text).upper() == "INF"
     ):
@@ -453,7 +454,8 @@ def map_serving(rec: dict[str, Any], cfg: Config, m: Mapping) -> None:
     if max_batch is not None:
         m.batch_cap = min(m.batch_cap or max_batch, max_batch)
     requests = _int(cfg.get("requests"))
-    if requests is not None:
+    m.requests = requests
+    if requests is not None and m.batch_rule != "arrival":
         m.unmodelled.append(f"requests={requests} (a finite run: ramp-up and drain)")
 
 
@@ -527,6 +529,25 @@ METRICS: dict[str, Callable[[Estimate], float | None]] = {
     "tflops_per_gpu": _model_tflops_per_gpu,
     "step_time_s": _key("performance.step_time_s"),
 }
+#: The same metrics read from the serving simulator, for records run under an arrival rate.
+SIMULATED_METRICS: dict[str, Callable[[Estimate], float | None]] = {
+    "output_tokens_per_sec": _key("performance.sim.output_tokens_per_s"),
+    "samples_per_sec": _key("performance.sim.requests_per_s"),
+    "request_throughput": _key("performance.sim.requests_per_s"),
+    "ttft_ms": _key("performance.sim.ttft_mean_s", 1e3),
+    "ttft_mean_ms": _key("performance.sim.ttft_mean_s", 1e3),
+    "ttft_p50_ms": _key("performance.sim.ttft_p50_s", 1e3),
+    "ttft_p99_ms": _key("performance.sim.ttft_p99_s", 1e3),
+    "tpot_p50_ms": _key("performance.sim.tpot_p50_s", 1e3),
+    "tpot_p99_ms": _key("performance.sim.tpot_p99_s", 1e3),
+    "itl_mean_ms": _key("performance.sim.tpot_mean_s", 1e3),
+    "e2e_latency_p50_s": _key("performance.sim.e2e_p50_s"),
+    "e2e_latency_p99_s": _key("performance.sim.e2e_p99_s"),
+    "mean_request_latency_ms": _key("performance.sim.e2e_mean_s", 1e3),
+}
+SIMULATED_REQUESTS = 1000
+MAX_SIMULATED_REQUESTS = 100_000
+
 #: Published metrics no output key gives (the model has no latency distribution).
 NOT_COMPARABLE = {
     "ttft_p99_ms": "no p99 in the model",
@@ -613,32 +634,6 @@ def _smallest_fitting_tp(m: Mapping) -> int:
     raise NotPredicted("no tensor-parallel degree fits the model on the stated GPUs")
 
 
-def _littles_law_batch(m: Mapping, rate: float, cap: int) -> int:
-    """The batch b = min(cap, ceil(rate x latency(b))): the fixed point bracketed and bisected.
-
-    f(b) = min(cap, ceil(rate x latency(b))) grows with b, so between a batch with f(b) > b and one
-    with f(b) <= b lies a b with f(b) = b; plain iteration from 1 creeps towards it too slowly when
-    the latency grows almost linearly with the batch.
-    """
-
-    def f(batch: int) -> int:
-        latency = run(m.scenario(batch_size=batch)).get("performance.e2e_latency_s") or 0.0
-        return min(cap, max(1, math.ceil(rate * latency)))
-
-    lo, hi = 1, f(1)
-    if hi <= lo:
-        return lo
-    while f(hi) > hi:  # f(cap) <= cap, so this ends
-        lo, hi = hi, min(cap, max(f(hi), 2 * hi))
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if f(mid) <= mid:
-            hi = mid
-        else:
-            lo = mid
-    return hi
-
-
 def _serving_scenario(m: Mapping) -> Scenario:
     if not m.tp_stated:
         tp = _smallest_fitting_tp(m)
@@ -660,12 +655,15 @@ def _serving_scenario(m: Mapping) -> Scenario:
                 f"batch {cap} (the KV cache holds {capacity}, fewer than the concurrency allows)"
             )
         return m.scenario(batch_size=cap)
-    # Arrivals at a rate: the steady concurrency is rate x latency (Little's law), the latency the
-    # model's own at that concurrency, or the KV-cache capacity when the rate exceeds what the
-    # server sustains.
-    batch = _littles_law_batch(m, (m.arrival_rate or 0.0) / m.parallel["dp"], cap)
-    m.substitutions.append(f"concurrency {batch} per replica (Little's law at the arrival rate)")
-    return m.scenario(batch_size=batch)
+    # Arrivals at a rate: the serving simulator runs the stated number of requests (default
+    # SIMULATED_REQUESTS) arriving as a Poisson process at that rate, with at most the KV-cache
+    # capacity (or the stated max batch) running at once per replica.
+    requests = min(m.requests or SIMULATED_REQUESTS, MAX_SIMULATED_REQUESTS)
+    m.serving.update(arrival_rate=m.arrival_rate, requests=requests)
+    m.substitutions.append(
+        f"simulated: Poisson arrivals at {m.arrival_rate:g} req/s, {requests:,} requests, at most {cap} running per replica"
+    )
+    return m.scenario(batch_size=cap)
 
 
 @dataclass(frozen=True)
@@ -710,9 +708,10 @@ class Case:
 
 def _compare(rec: dict[str, Any], est: Estimate) -> list[Comparison]:
     out = []
+    simulated = est.resolved.scenario.serving.arrival_rate is not None
     for metric in rec["metrics"]:
         name, value, unit = metric["name"], float(metric["value"]), metric["unit"]
-        read = METRICS.get(name)
+        read = (SIMULATED_METRICS.get(name) if simulated else None) or METRICS.get(name)
         if read is None:
             out.append(Comparison(name, unit, value, None, "", NOT_COMPARABLE.get(name, "no output key")))
             continue

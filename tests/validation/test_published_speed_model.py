@@ -127,19 +127,23 @@ def test_concurrency_maps_to_the_batch_within_the_stated_max_batch() -> None:
     assert any(item.startswith("software=") for item in case.unmodelled)
 
 
-def test_an_arrival_rate_is_listed_and_becomes_the_littles_law_concurrency() -> None:
+def test_an_arrival_rate_is_simulated_at_that_rate() -> None:
     rec = record("p14on-02")
     rate = float(rec["config"]["request_rate_qps"])
     case = _case("p14on-02")
     assert case.scenario is not None
-    assert any(item.startswith(f"arrival rate: {rate:g} req/s") for item in case.unmodelled)
+    serving = case.scenario.serving
+    assert serving.arrival_rate == rate
+    assert serving.requests == min(int(rec["config"].get("requests") or 1000), 100_000)
     assert case.scenario.seq_len == rec["config"]["input_len"]
     assert case.scenario.gen_len == rec["config"]["output_len"]
-    # The batch is the fixed point of b = rate per replica x latency(b) (or the KV-cache limit).
-    latency = run(case.scenario).get("performance.e2e_latency_s")
-    per_replica = rate / case.scenario.parallel.dp
+    # at most the KV-cache capacity runs at once; the latencies compared are the simulated ones
     capacity = run(case.scenario.model_copy(update={"batch_size": 1})).get("kv_cache.max_concurrency")
-    assert case.scenario.batch_size == min(capacity, math.ceil(per_replica * latency))
+    assert case.scenario.batch_size == min(capacity, 4096)
+    est = run(case.scenario)
+    assert case.primary is not None and case.primary.metric == "ttft_mean_ms"
+    assert case.primary.predicted == est.get("performance.sim.ttft_mean_s") * 1e3
+    assert any("simulated: Poisson arrivals" in item for item in case.substitutions)
 
 
 def test_the_primary_metric_follows_the_regime_and_the_metric_name() -> None:
