@@ -63,6 +63,6 @@ def kernels_for(estimate: Any) -> tuple[Phase, ...]:
     central, _, _ = efficiencies(src.assumptions, training=False, mfu=sc.mfu)
     phases = []
     if inp.generates and inp.gen_len:
-        phases.append(_phase(f"decode step, {inp.batch} sequences", decode_kernels(inp, central, inp.batch, breakdown=True), inp.profile))
+        phases.append(_phase(f"decode step, {inp.batch} sequence{'' if inp.batch == 1 else 's'}", decode_kernels(inp, central, inp.batch, breakdown=True), inp.profile))
     phases.append(_phase(f"prefill of one {inp.seq_len:,}-token prompt", prefill_kernels(inp, central, 1, breakdown=True), inp.profile))
     return tuple(phases)
