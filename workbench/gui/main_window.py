@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -73,6 +73,8 @@ def app_icon() -> QIcon:
 
 #: The window's preferred size, and the share of a smaller screen it takes instead.
 PREFERRED_SIZE = QSize(1500, 920)
+#: Under this width (logical pixels) the side panels share one column (see ``_arrange_docks``).
+COMPACT_BELOW_PX = 1500
 SCREEN_SHARE = 0.92
 
 
@@ -173,6 +175,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._layout_restored = self._restore_layout()
         self._default_state: QByteArray | None = None
+        self._compact: bool | None = None  # docks arranged for a narrow window (None: not yet)
         if first_launch:
             self.settings.set("session/first_launch_done", True)
 
@@ -319,12 +322,42 @@ class MainWindow(QMainWindow):
             self.tabs.set_focus(True)  # hides the docks it can bring back with one click
         return restored
 
+    def _arrange_docks(self, compact: bool) -> None:
+        """Wide: Model and Hardware on the left, Scenario over Results on the right. Compact (a
+        window under :data:`COMPACT_BELOW_PX`): Model and Hardware join Scenario as tabs on the
+        right, so the charts and the Compare table keep most of the width."""
+        self._compact = compact
+        model, hardware, scenario = (self.docks[k] for k in ("model_dock", "hardware_dock", "scenario_dock"))
+        if any(dock.isFloating() for dock in (model, hardware, scenario)):
+            return  # the user placed them: leave them there
+        if compact:
+            for dock in (model, hardware):
+                self.tabifyDockWidget(scenario, dock)
+            scenario.raise_()
+        else:
+            for dock in (model, hardware):
+                self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+            self.tabifyDockWidget(model, hardware)
+            model.raise_()
+        self._default_sizes()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if getattr(self, "_compact", None) is not None and self._default_state is not None:
+            compact = event.size().width() < COMPACT_BELOW_PX
+            if compact != self._compact:
+                self._arrange_docks(compact)
+
     def _default_sizes(self) -> None:
         """Share the width between the side panels and the charts (docks size only once shown)."""
         width = self.width()
-        side = max(300, min(420, int(width * 0.27)))
-        self.resizeDocks([self.docks["model_dock"], self.docks["scenario_dock"]], [side, side],
-                         Qt.Orientation.Horizontal)
+        if self._compact:
+            side = max(280, min(400, int(width * 0.32)))
+            self.resizeDocks([self.docks["scenario_dock"]], [side], Qt.Orientation.Horizontal)
+        else:
+            side = max(300, min(420, int(width * 0.24)))
+            self.resizeDocks([self.docks["model_dock"], self.docks["scenario_dock"]], [side, side],
+                             Qt.Orientation.Horizontal)
         height = self.height()
         self.resizeDocks([self.docks["scenario_dock"], self.docks["results_dock"]],
                          [int(height * 0.55), int(height * 0.45)], Qt.Orientation.Vertical)
@@ -338,7 +371,9 @@ class MainWindow(QMainWindow):
 
     def _first_layout(self) -> None:
         if not self._layout_restored:
-            self._default_sizes()
+            self._arrange_docks(self.width() < COMPACT_BELOW_PX)
+        else:
+            self._compact = self.dockWidgetArea(self.docks["model_dock"]) == Qt.DockWidgetArea.RightDockWidgetArea
         # Splitter sizes are pixels: restore them once the window has its final size.
         for key, splitter in (("window/charts", self.charts_splitter), ("window/top_charts", self.top_charts)):
             saved = self.settings.get(key)
@@ -367,13 +402,9 @@ class MainWindow(QMainWindow):
         for dock in self.docks.values():
             dock.setFloating(False)
             dock.show()
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.docks["model_dock"])
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.docks["hardware_dock"])
-        self.tabifyDockWidget(self.docks["model_dock"], self.docks["hardware_dock"])
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.docks["scenario_dock"])
         self.splitDockWidget(self.docks["scenario_dock"], self.docks["results_dock"], Qt.Orientation.Vertical)
-        self.docks["model_dock"].raise_()
-        self._default_sizes()
+        self._arrange_docks(self.width() < COMPACT_BELOW_PX)
         self.charts_splitter.setSizes([3000, 2000])
         self.top_charts.setSizes([1000, 1000])
         for key in ("window/state", "window/charts", "window/top_charts"):

@@ -13,7 +13,7 @@ from html import escape
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt
 from PySide6.QtGui import QColor, QCursor, QFont
-from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from workbench.core.units import GiB, format_bytes
 from workbench.engine.estimate import Estimate
@@ -21,7 +21,7 @@ from workbench.gui import theme
 from workbench.gui.explain_text import number, quantity_html
 
 BAR_WIDTH = 0.56
-X_MIN, X_MAX, LINE_END = -0.55, 3.0, 1.45  # bars at 0 and 1; the legend fills the right
+X_MIN, X_MAX = -0.55, 1.55  # bars at 0 and 1; the legend has its own column right of the plot
 RANKS = (("per_gpu", "Most-loaded GPU"), ("average_gpu", "Average GPU"))
 TICKS = ("Most-loaded", "Average")
 
@@ -30,6 +30,12 @@ def _nice_top(value: float) -> float:
     """Round a GiB axis top up to a step that reads well (10, 50, 100 ... GiB)."""
     step = 10.0 if value <= 200 else 50.0 if value <= 1000 else 10 ** math.floor(math.log10(value))
     return math.ceil(value / step) * step
+
+
+def _veil() -> QColor:
+    colour = QColor(theme.chart_background())
+    colour.setAlpha(200)
+    return colour
 
 
 class MemoryStackChart(QWidget):
@@ -47,7 +53,12 @@ class MemoryStackChart(QWidget):
         self.plot.getAxis("bottom").setTicks([list(enumerate(TICKS))])
         self.plot.setLabel("bottom", "GPU")
         self.plot.setXRange(X_MIN, X_MAX, padding=0)
-        self.legend = self.plot.addLegend(offset=(-4, -4), labelTextSize="8pt", verSpacing=-6)
+        # The legend sits in its own column of the plot's grid, never over a bar or a capacity label
+        # (inside the view box it covered them in a narrow window).
+        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-6)
+        self.plot.layout.addItem(self.legend, 2, 3)
+        self.plot.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.bars: dict[str, pg.BarGraphItem] = {}
         for key, _name, colour in theme.MEMORY_COMPONENTS:
             bar = pg.BarGraphItem(x=[0, 1], height=[0, 0], y0=[0, 0], width=BAR_WIDTH, brush=colour,
@@ -57,12 +68,13 @@ class MemoryStackChart(QWidget):
         # Optional components (the recurrent state) join the legend only when a model has them.
         self.legend_keys: tuple[str, ...] = ()
         self._set_legend(frozenset())
-        # Capacity lines span the bars only (the legend sits to their right) and carry their own labels.
+        # Capacity lines span the plot; their labels end at its right edge (right-aligned, so they
+        # are never cut by it) on a veil that keeps them readable over a bar that rises past them.
         self.capacity_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
         self.usable_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1.5,
                                                                  style=Qt.PenStyle.DashLine))
-        self.capacity_label = pg.TextItem("", anchor=(0, 1))
-        self.usable_label = pg.TextItem("", anchor=(0, 0))
+        self.capacity_label = pg.TextItem("", anchor=(1, 1), fill=_veil())
+        self.usable_label = pg.TextItem("", anchor=(1, 0), fill=_veil())
         for item in (self.capacity_line, self.usable_line):
             item.setZValue(10)
         for label in (self.capacity_label, self.usable_label):
@@ -136,11 +148,11 @@ class MemoryStackChart(QWidget):
         line_colour = QColor(theme.BAD_COLOUR) if bad else fg
         if capacity:
             y = capacity / GiB
-            self.capacity_line.setData([X_MIN, LINE_END], [y, y])
+            self.capacity_line.setData([X_MIN, X_MAX], [y, y])
             self.capacity_line.setPen(pg.mkPen(line_colour, width=3 if bad else 2))
             self.capacity_label.setText(f"capacity {format_bytes(capacity, 1)}")
             self.capacity_label.setColor(line_colour)
-            self.capacity_label.setPos(LINE_END, y)
+            self.capacity_label.setPos(X_MAX, y)
             top = max(top, y)
         else:
             self.capacity_line.setData([], [])
@@ -148,11 +160,11 @@ class MemoryStackChart(QWidget):
         show_usable = bool(usable) and bool(capacity) and abs(usable - capacity) > 0.005 * capacity  # type: ignore[operator]
         if show_usable:
             y = usable / GiB  # type: ignore[operator]
-            self.usable_line.setData([X_MIN, LINE_END], [y, y])
+            self.usable_line.setData([X_MIN, X_MAX], [y, y])
             self.usable_line.setPen(pg.mkPen(line_colour, width=1.5, style=Qt.PenStyle.DashLine))
             self.usable_label.setText(f"usable {format_bytes(usable, 1)}")  # type: ignore[arg-type]
             self.usable_label.setColor(line_colour)
-            self.usable_label.setPos(LINE_END, y)
+            self.usable_label.setPos(X_MAX, y)
         else:
             self.usable_line.setData([], [])
             self.usable_label.setText("")
@@ -225,6 +237,8 @@ class MemoryStackChart(QWidget):
         for bar in self.bars.values():
             bar.setOpts(pen=pg.mkPen(theme.chart_background(), width=1))
         self.legend.setLabelTextColor(theme.chart_foreground())
+        for label in (self.capacity_label, self.usable_label):
+            label.fill = pg.mkBrush(_veil())
         for _, label in self.legend.items:
             label.setText(label.text, color=theme.chart_foreground())
         if self._estimate is not None:

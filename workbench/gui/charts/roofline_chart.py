@@ -18,12 +18,13 @@ import math
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.dtypes import DType
 from workbench.core.hardware import Accelerator
 from workbench.engine.estimate import Estimate
 from workbench.gui import theme
+from workbench.gui.elided_label import WrappedLabel
 from workbench.gui.charts.label_layout import Segment, around_point, place
 from workbench.gui.explain_text import number
 
@@ -59,7 +60,7 @@ class RooflineChart(QWidget):
         super().__init__(parent)
         self.setObjectName("roofline_chart")
         self.plot_widget = pg.PlotWidget(self)
-        self.plot_widget.setMinimumSize(280, 220)
+        self.plot_widget.setMinimumSize(240, 160)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -104,7 +105,7 @@ class RooflineChart(QWidget):
             self.point_labels[phase] = label
         for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
             label.textItem.document().setDocumentMargin(0)  # the veil hugs the text: labels pack closer
-        self.readout = QLabel(" ", self)
+        self.readout = WrappedLabel(" ", self)
         self.readout.setObjectName("roofline_readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
         layout = QVBoxLayout(self)
@@ -123,7 +124,6 @@ class RooflineChart(QWidget):
         self._roof: tuple[object, ...] | None = None
         self.roof_text = ""
         self.bounds: dict[str, str] = {}
-        self.readout.setWordWrap(True)
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot_widget.viewport().installEventFilter(self)
         self.plot.getViewBox().sigResized.connect(self._on_resized)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from html import escape
 
 from PySide6.QtCore import QEvent, QItemSelection, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPalette, QShowEvent
+from PySide6.QtGui import QColor, QFontMetrics, QPalette, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -56,6 +56,8 @@ from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
 from workbench.gui.controller import ProjectController
 
 DEBOUNCE_MS = 40
+#: Below this width (logical pixels) the setup tabs stack above the results instead of beside them.
+STACK_BELOW_PX = 1000
 #: The name of the comparison the view keeps in the project (its first saved comparison).
 SAVED_NAME = "Compare tab"
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -143,6 +145,10 @@ class CompareView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        # The verdict (a sentence, whole in its tooltip) is shown last and takes the width left:
+        # in a narrow window it is shortened, never the number columns pushed behind a scrollbar.
+        header.moveSection(header.visualIndex(COLUMN_INDEX["verdict"]), len(COLUMNS) - 1)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
         self.chart = CompareBarChart(self)
 
@@ -570,7 +576,7 @@ class CompareView(QWidget):
                 index, Qt.Orientation.Horizontal).split("\n"))
             width = max(widest + 14, title + 22)
             if column.id == "verdict":
-                width = min(max(width, 160), 300)  # the full text is in the tooltip
+                width = min(width, 300)  # the full text is in the tooltip; the column stretches
             self.table.setColumnWidth(index, width)
 
     def _update_banner(self, result: CompareResult) -> None:
@@ -653,6 +659,16 @@ class CompareView(QWidget):
                       for r in self.table_model.recommended_rows())
 
     # --- events -------------------------------------------------------------------------------
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        # Under a width the setup goes above the results, so the table keeps the whole width.
+        narrow = event.size().width() < STACK_BELOW_PX
+        wanted = Qt.Orientation.Vertical if narrow else Qt.Orientation.Horizontal
+        if self.splitter.orientation() != wanted:
+            self.splitter.setOrientation(wanted)
+            total = self.splitter.height() if narrow else self.splitter.width()
+            self.splitter.setSizes([int(total * 0.3), int(total * 0.7)] if narrow else [260, max(total - 260, 1)])
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)

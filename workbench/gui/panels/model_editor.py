@@ -30,6 +30,7 @@ from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters
 from workbench.core.units import format_count
 from workbench.gui import theme
+from workbench.gui.elided_label import fit_to_width
 
 INVALID_STYLE = f"border: 2px solid {theme.BAD_COLOUR}; border-radius: 3px;"
 
@@ -210,6 +211,7 @@ class ModelEditor(QScrollArea):
             self._add_field(form, name, info.annotation, info.description or "", body)
         outer.addStretch(1)
         self.setWidget(body)
+        fit_to_width(self, *body.findChildren(QFormLayout))
         self.architecture: ModelArchitecture | None = None
         self.errors: dict[str, str] = {}
         self._last_edited = ""

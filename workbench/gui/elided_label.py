@@ -1,0 +1,105 @@
+"""A one-line label that shortens its text with "…" when its space is too narrow, and then shows
+the whole text as its tooltip: a narrow window never cuts a word in half or pushes a value off.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QScrollArea, QSizePolicy, QWidget
+
+
+class ElidedLabel(QLabel):
+    def __init__(self, text: str = "", parent: QWidget | None = None,
+                 mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self._mode = mode
+        self._own_tip = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(False)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    # The whole text, as a QLabel's text() would be: callers and tests read what was set.
+    def text(self) -> str:  # type: ignore[override]
+        return self._full
+
+    def shown_text(self) -> str:
+        """What is painted (shortened or whole)."""
+        return super().text()
+
+    def is_elided(self) -> bool:
+        return self.shown_text() != self._full
+
+    def setText(self, text: str) -> None:  # type: ignore[override]  # noqa: N802 - Qt override
+        self._full = text
+        self.updateGeometry()
+        self._elide()
+
+    def setToolTip(self, tip: str) -> None:  # type: ignore[override]  # noqa: N802 - Qt override
+        self._own_tip = tip
+        self._elide()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().sizeHint()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self._full) + margins.left() + margins.right() + 2
+        return QSize(width, hint.height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(self.fontMetrics().horizontalAdvance("…") * 3, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        width = self.contentsRect().width()
+        shown = self.fontMetrics().elidedText(self._full, self._mode, max(width, 0))
+        if shown != super().text():
+            super().setText(shown)
+        tip = self._own_tip or (self._full if shown != self._full else "")
+        if self._own_tip and shown != self._full and self._full not in self._own_tip:
+            tip = f"{self._full}\n\n{self._own_tip}"
+        super().setToolTip(tip)
+
+
+class WrappedLabel(QLabel):
+    """A word-wrapped label that asks its layout for the height its lines need at its width (a
+    splitter or box layout otherwise squeezes it and the lines spill over the widget above)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+
+    def setText(self, text: str) -> None:  # type: ignore[override]  # noqa: N802 - Qt override
+        super().setText(text)
+        self._fit_height()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        width = self.width()
+        if width <= 0:
+            return
+        height = self.heightForWidth(width)
+        if height > 0 and height != self.minimumHeight():
+            self.setMinimumHeight(height)
+
+
+def fit_to_width(scroll: QScrollArea, *forms: QFormLayout) -> None:
+    """A panel that never scrolls sideways: its forms put a field under its label when the two do
+    not fit side by side, and its drop-downs may be narrower than their longest entry."""
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    for form in forms:
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        for row in range(form.rowCount()):
+            item = form.itemAt(row, QFormLayout.ItemRole.FieldRole)
+            widget = item.widget() if item is not None else None
+            if isinstance(widget, QComboBox):
+                widget.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+                widget.setMinimumContentsLength(8)
