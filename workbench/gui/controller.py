@@ -346,14 +346,16 @@ class ProjectController(QObject):
 
     # --- compare setup ------------------------------------------------------------------------
 
-    def set_comparison(self, comparison: Comparison) -> None:
-        """Keep the Compare tab's setup (candidates, scenarios, targets) as the project's first saved
-        comparison, so it is saved, reopened and reported on. Rapid edits merge into one undo step."""
+    def set_comparison(self, comparison: Comparison, label: str = "Compare setup",
+                       merge_key: str | None = "compare-setup") -> None:
+        """Keep the Compare tab's setup (candidates, scenarios, targets, prices) as the project's first
+        saved comparison, so it is saved, reopened and reported on. Rapid edits with the same
+        ``merge_key`` merge into one undo step (None: always a step of its own)."""
         kept = self.project.comparisons
         if kept and kept[0] == comparison:
             return
         project = self.project.model_copy(update={"comparisons": (comparison, *kept[1:])})
-        self._push(Snapshot(project, self.current), "Compare setup", merge_key="compare-setup")
+        self._push(Snapshot(project, self.current), label, merge_key=merge_key)
 
     # --- accelerators -------------------------------------------------------------------------
 

@@ -83,6 +83,13 @@ def usd(value: float) -> str:
     return f"${value:.3g}" if abs(value) < 1 else f"${value:.2f}"
 
 
+def money(value: float) -> str:
+    """A price: always cents below $100 ($0.07, $2.10, $99.50), whole dollars above ($1,250)."""
+    if abs(value) < 100:
+        return f"${value:,.2f}"
+    return f"${value:,.0f}"
+
+
 def with_unit(value: float | None, unit: str) -> str:
     """A value in its unit for people: 38 ms, $0.21/M tokens, $1.2M, 3,400 tokens/s, 0.7x price."""
     if value is None:

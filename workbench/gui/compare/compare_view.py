@@ -107,6 +107,8 @@ class CompareView(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
         self._timer.timeout.connect(self._run)
+        #: Prices per GPU-hour entered in this tab, by accelerator id (saved with the setup).
+        self.prices: dict[str, float] = {}
 
         self.setup_tabs = QTabWidget(self)
         self.setup_tabs.setObjectName("compare_setup")
@@ -150,6 +152,10 @@ class CompareView(QWidget):
         header.moveSection(header.visualIndex(COLUMN_INDEX["verdict"]), len(COLUMNS) - 1)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
+                                   | QAbstractItemView.EditTrigger.EditKeyPressed
+                                   | QAbstractItemView.EditTrigger.AnyKeyPressed)
+        self.table_model.price_entered.connect(self._on_price_entered)
         self.chart = CompareBarChart(self)
 
         results = QWidget(self)
@@ -218,7 +224,8 @@ class CompareView(QWidget):
         self.search.textChanged.connect(lambda _: self._apply_filter())
         self.select_all_button.clicked.connect(lambda: self._tick_shown(lambda acc: True))
         self.select_none_button.clicked.connect(lambda: self._tick_shown(lambda acc: False))
-        self.select_priced_button.clicked.connect(lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour)))
+        self.select_priced_button.clicked.connect(
+            lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour or self.prices.get(acc.id))))
         self.candidate_list.itemChanged.connect(lambda _: self._on_setup_edited())
         return page
 
@@ -277,7 +284,9 @@ class CompareView(QWidget):
         self.candidate_list.blockSignals(True)
         self.candidate_list.clear()
         for acc in self._accelerators():
-            price = f"${acc.cloud_usd_per_hour:.2f}/h" if acc.cloud_usd_per_hour else "no price"
+            own = self.prices.get(acc.id)
+            price = (f"${own:.2f}/h, yours" if own else f"${acc.cloud_usd_per_hour:.2f}/h" if acc.cloud_usd_per_hour
+                     else "no price")
             item = QListWidgetItem(f"{short_name(acc.name, 22)}  ({price})")
             item.setData(ID_ROLE, acc.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -334,7 +343,31 @@ class CompareView(QWidget):
         self._on_setup_edited()
 
     def candidates(self) -> tuple[Candidate, ...]:
-        return tuple(Candidate(i) for i in self._ticked_ids())
+        return tuple(Candidate(i, usd_per_gpu_hour=self.prices.get(i)) for i in self._ticked_ids())
+
+    # --- prices per candidate -----------------------------------------------------------------
+
+    def price(self, accelerator_id: str) -> float | None:
+        """The price per GPU-hour entered here for a candidate (None: the catalog's)."""
+        return self.prices.get(accelerator_id)
+
+    def set_price(self, accelerator_id: str, usd_per_gpu_hour: float | None) -> None:
+        """Price a candidate (USD per GPU-hour; None: back to the catalog price), one undo step."""
+        if usd_per_gpu_hour is not None and not usd_per_gpu_hour > 0:
+            raise InputError("a price per GPU-hour must be a positive number (empty: the catalog price)")
+        prices = dict(self.prices)
+        if usd_per_gpu_hour is None:
+            prices.pop(accelerator_id, None)
+        else:
+            prices[accelerator_id] = float(usd_per_gpu_hour)
+        if prices == self.prices:
+            return
+        self.prices = prices
+        self._fill_candidates()
+        name = next((a.name for a in self._accelerators() if a.id == accelerator_id), accelerator_id)
+        label = (f"Price {short_name(name)} at ${usd_per_gpu_hour:.2f}/GPU-h" if usd_per_gpu_hour is not None
+                 else f"Catalog price for {short_name(name)}")
+        self._on_setup_edited(label=label)
 
     # --- scenarios ----------------------------------------------------------------------------
 
@@ -417,11 +450,14 @@ class CompareView(QWidget):
     def request(self) -> CompareRequest:
         return CompareRequest(self.controller.project, self.scenarios(), self.candidates(), self.targets())
 
-    def _on_setup_edited(self) -> None:
+    def _on_setup_edited(self, label: str | None = None) -> None:
         self._update_count()
         if not self._restoring:
             self._seen_saved = self.setup()
-            self.controller.set_comparison(self._seen_saved)
+            if label is None:
+                self.controller.set_comparison(self._seen_saved)
+            else:  # a price: an undo step of its own
+                self.controller.set_comparison(self._seen_saved, label, merge_key=None)
         self.setup_changed.emit()
         self.schedule()
 
@@ -434,6 +470,7 @@ class CompareView(QWidget):
             name=SAVED_NAME,
             accelerators=tuple(self._ticked_ids()),
             scenarios=() if self._follow_current else tuple(self._ticked_scenarios()),
+            usd_per_gpu_hour=dict(self.prices),
             **{name: getattr(targets, name) for name in SavedComparison.TARGET_FIELDS},
         )
 
@@ -452,6 +489,9 @@ class CompareView(QWidget):
             saved = SavedComparison(name=SAVED_NAME, accelerators=tuple(a.id for a in self._accelerators()))
         self._restoring = True
         try:
+            if saved.usd_per_gpu_hour != self.prices:
+                self.prices = dict(saved.usd_per_gpu_hour)
+                self._fill_candidates()
             wanted = set(saved.accelerators)
             _set_checked(self.candidate_list, lambda item: item.data(ID_ROLE) in wanted)
             existing = {self.scenario_list.item(i).text() for i in range(self.scenario_list.count())}
@@ -475,8 +515,18 @@ class CompareView(QWidget):
         self.setup_changed.emit()
         self.schedule()
 
+    def _on_price_entered(self, accelerator_id: str, text: str) -> None:
+        """A price typed in the table's price column: a number (a $ and /h are fine), or empty."""
+        text = text.strip()
+        value = None if not text else parse_amount(text.replace("$", "").replace("/h", "").strip())
+        if text and value is None:
+            self.status.setText("Price: enter a positive number of USD per GPU-hour, or nothing for the catalog price")
+            return
+        self.set_price(accelerator_id, value)
+
     def _on_project_replaced(self) -> None:
         self._follow_current = True
+        self.prices = {}
         self.comparer.forget()
         self._fill_candidates(check_all=True)
         self._fill_scenarios()
