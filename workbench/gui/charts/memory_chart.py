@@ -43,7 +43,7 @@ class MemoryStackChart(QWidget):
         super().__init__(parent)
         self.setObjectName("memory_chart")
         self.plot_widget = pg.PlotWidget(self)
-        self.plot_widget.setMinimumSize(280, 220)
+        self.plot_widget.setMinimumSize(200, 150)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()

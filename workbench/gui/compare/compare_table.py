@@ -63,17 +63,17 @@ COLUMNS: tuple[Column, ...] = (
     Column("layout", "Layout\nTP×PP×DP", "Parallel layout the sizing chose"),
     Column("ttft", "TTFT\n(ms)", "Time to first token", "ttft_s", _ms),
     Column("tpot", "TPOT\n(ms)", "Time per output token", "tpot_s", _ms),
-    Column("tokens_per_s", "Throughput\n(tokens/s)", "Tokens per second on all the GPUs", "tokens_per_s"),
-    Column("train_days", "Time to train\n(days)", "Days to train on the scenario's tokens", "train_days"),
-    Column("price", "Price\n(USD/GPU-h)", "Rental price per GPU-hour used for the costs. Double-click (or type) "
+    Column("tokens_per_s", "Tokens/s", "Tokens per second on all the GPUs", "tokens_per_s"),
+    Column("train_days", "Train\n(days)", "Days to train on the scenario's tokens", "train_days"),
+    Column("price", "Price\n($/GPU-h)", "Rental price per GPU-hour used for the costs. Double-click (or type) "
            "to enter your own for this accelerator; empty: the catalog price", "usd_per_gpu_hour", money),
-    Column("usd_per_m_tokens", "Cost\n(USD/M tokens)", "Rental cost per million tokens", "usd_per_m_tokens", usd),
-    Column("run_usd", "Training run\n(USD)", "Rental cost of the whole training run", "run_usd", usd),
-    Column("tokens_per_kwh", "Energy\n(tokens/kWh)", "Tokens per kWh of facility power (PUE included)",
+    Column("usd_per_m_tokens", "Cost\n($/M tok)", "Rental cost per million tokens", "usd_per_m_tokens", usd),
+    Column("run_usd", "Run cost\n(USD)", "Rental cost of the whole training run", "run_usd", usd),
+    Column("tokens_per_kwh", "Energy\n(tok/kWh)", "Tokens per kWh of facility power (PUE included)",
            "tokens_per_kwh"),
-    Column("tco_buy_usd", "TCO buy\n(USD, {years})", "Buying: GPUs, servers and power over the ownership period",
+    Column("tco_buy_usd", "TCO buy\n({years})", "Buying: GPUs, servers and power over the ownership period",
            "tco_buy_usd", usd),
-    Column("tco_rent_usd", "TCO rent\n(USD, {years})", "Renting the same useful hours over the ownership period",
+    Column("tco_rent_usd", "TCO rent\n({years})", "Renting the same useful hours over the ownership period",
            "tco_rent_usd", usd),
 )
 COLUMN_INDEX = {c.id: i for i, c in enumerate(COLUMNS)}
@@ -262,6 +262,11 @@ class ComparisonTableModel(QAbstractTableModel):
                          "The catalog price (or the scenario's, for its own GPU); double-click to enter yours"
                          if result.values.get("usd_per_gpu_hour") is not None else
                          "No rental price known: double-click to enter one")
+        if column.id in ("rank", "accelerator", "verdict"):
+            # Every figure of the row: a narrow table leaves some columns out.
+            figures = [(c.header.replace("\n", " ").format(years=""), ComparisonTableModel._text(c, result, None))
+                       for c in COLUMNS if c.metric]
+            lines.append(" · ".join(f"{escape(h.strip())}: {escape(t)}" for h, t in figures if t != "–"))
         lines.append(f"Sizing: {escape(result.sizing)}")
         if result.fits:
             lines.append(f"Layout: TP {result.tp} × PP {result.pp} × DP {result.dp} on {escape(result.node)}")

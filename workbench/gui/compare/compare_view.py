@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from html import escape
 
-from PySide6.QtCore import QEvent, QItemSelection, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QItemSelection, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPalette, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSplitter,
+    QStyle,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -54,10 +56,17 @@ from workbench.gui.compare.compare_table import (
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
 from workbench.gui.controller import ProjectController
+from workbench.gui.elided_label import fit_to_width
 
 DEBOUNCE_MS = 40
 #: Below this width (logical pixels) the setup tabs stack above the results instead of beside them.
-STACK_BELOW_PX = 1000
+STACK_BELOW_PX = 1200
+#: The accelerator column's widest (a longer name is elided; its tooltip names it in full).
+ACCELERATOR_MAX_PX = 120
+#: Columns a narrow table leaves out first (each row's tooltip keeps their figures), and the
+#: verdict's least width (it stretches into what is left; its text is whole in the tooltip).
+DROP_FOR_WIDTH = ("tco_rent_usd", "tco_buy_usd", "tokens_per_kwh", "layout", "fits", "ttft", "gpus", "tpot")
+VERDICT_MIN_PX = 90
 #: The name of the comparison the view keeps in the project (its first saved comparison).
 SAVED_NAME = "Compare tab"
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -113,10 +122,11 @@ class CompareView(QWidget):
         self.setup_tabs = QTabWidget(self)
         self.setup_tabs.setObjectName("compare_setup")
         self.setup_tabs.setDocumentMode(True)
-        self.setup_tabs.addTab(self._build_candidates(), "Candidates")
-        self.setup_tabs.addTab(self._build_targets(), "Targets")
+        # Each page scrolls on its own: in a short window the setup gives up height to the table.
+        self.setup_tabs.addTab(_scrolled(self._build_candidates()), "Candidates")
+        self.setup_tabs.addTab(_scrolled(self._build_targets()), "Targets")
         self.solver_panel = SolverPanel(controller, catalogs, engine_source, self, self)
-        self.setup_tabs.addTab(_padded(self.solver_panel), "Solve")
+        self.setup_tabs.addTab(_scrolled(_padded(self.solver_panel)), "Solve")
         self.setup_tabs.setMinimumWidth(230)
 
         self.banner = QLabel("", self)
@@ -151,6 +161,16 @@ class CompareView(QWidget):
         # in a narrow window it is shortened, never the number columns pushed behind a scrollbar.
         header.moveSection(header.visualIndex(COLUMN_INDEX["verdict"]), len(COLUMNS) - 1)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self._widths: dict[str, int] = {}
+        self._split_for: Qt.Orientation | None = None  # the arrangement the splitter shares were set for
+        self._empty_columns: set[str] = set()
+        #: Columns left out because the table is too narrow for them (see ``_fit_columns``).
+        self.dropped_columns: list[str] = []
+        self.width_note = QLabel("", self)
+        self.width_note.setObjectName("compare_width_note")
+        self.width_note.setWordWrap(True)
+        self.width_note.setVisible(False)
+        self.table.viewport().installEventFilter(self)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
                                    | QAbstractItemView.EditTrigger.EditKeyPressed
@@ -164,6 +184,7 @@ class CompareView(QWidget):
         results_layout.setSpacing(4)
         results_layout.addWidget(self.banner)
         results_layout.addWidget(self.status)
+        results_layout.addWidget(self.width_note)
         self.results_splitter = QSplitter(Qt.Orientation.Vertical, results)
         self.results_splitter.addWidget(self.table)
         self.results_splitter.addWidget(self.chart)
@@ -594,9 +615,11 @@ class CompareView(QWidget):
         hidden = self.table_model.empty_columns()
         if comparison is None or len(comparison.scenarios) < 2:
             hidden.add("scenario")
+        self._empty_columns = hidden
         for column in COLUMNS:
             self.table.setColumnHidden(COLUMN_INDEX[column.id], column.id in hidden)
         self._size_columns()
+        self._fit_columns()
         self.table.setUpdatesEnabled(True)
         self._restore_selection(selected)
         self._update_chart()
@@ -624,10 +647,44 @@ class CompareView(QWidget):
                          for row, text in enumerate(texts)) if texts else 0
             title = max(head.horizontalAdvance(line) for line in self.table_model.headerData(
                 index, Qt.Orientation.Horizontal).split("\n"))
-            width = max(widest + 14, title + 22)
+            # Room for the sort arrow only on the column sorted by (headers stay narrow otherwise).
+            sorted_by = self.table.horizontalHeader().sortIndicatorSection() == index
+            width = max(widest + 12, title + (26 if sorted_by else 14))
+            if column.id == "accelerator":
+                width = min(width, ACCELERATOR_MAX_PX)  # longer names are elided (whole in the tooltip)
             if column.id == "verdict":
-                width = min(width, 300)  # the full text is in the tooltip; the column stretches
+                # Last and stretched into what is left (its text whole in the tooltip): a wider
+                # set width would only push the table past its view.
+                width = VERDICT_MIN_PX
             self.table.setColumnWidth(index, width)
+            self._widths[column.id] = width
+
+    def _fit_columns(self) -> None:
+        """In a table too narrow for every figure, leave out the least-read columns (in
+        :data:`DROP_FOR_WIDTH` order) rather than put figures behind a scrollbar; a line above the
+        table names what is left out, and each row's tooltip still has every figure."""
+        room = self.table.viewport().width()
+        if not self.table.verticalScrollBar().isVisible():  # leave room for one that may come
+            room -= self.table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, self.table)
+        if room <= 0 or not self._widths:
+            return
+        dropped: list[str] = []
+        shown = [c.id for c in COLUMNS if c.id not in self._empty_columns and c.id != "verdict"]
+        needed = sum(self._widths.get(ident, 0) for ident in shown) + VERDICT_MIN_PX
+        for ident in DROP_FOR_WIDTH:
+            if needed <= room:
+                break
+            if ident in shown:
+                dropped.append(ident)
+                needed -= self._widths.get(ident, 0)
+        for ident in DROP_FOR_WIDTH:
+            if ident not in self._empty_columns:
+                self.table.setColumnHidden(COLUMN_INDEX[ident], ident in dropped)
+        self.dropped_columns = dropped
+        titles = [COLUMNS[COLUMN_INDEX[i]].header.format(years="").split("\n")[0] for i in dropped]
+        self.width_note.setText(f"Left out at this width: {', '.join(titles)} (in each row's tooltip; a wider "
+                                "window or Hide side panels shows them)" if dropped else "")
+        self.width_note.setVisible(bool(dropped))
 
     def _update_banner(self, result: CompareResult) -> None:
         comparison = result.comparison
@@ -710,6 +767,11 @@ class CompareView(QWidget):
 
     # --- events -------------------------------------------------------------------------------
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
+            self._fit_columns()
+        return False
+
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         # Under a width the setup goes above the results, so the table keeps the whole width.
@@ -717,8 +779,12 @@ class CompareView(QWidget):
         wanted = Qt.Orientation.Vertical if narrow else Qt.Orientation.Horizontal
         if self.splitter.orientation() != wanted:
             self.splitter.setOrientation(wanted)
-            total = self.splitter.height() if narrow else self.splitter.width()
-            self.splitter.setSizes([int(total * 0.3), int(total * 0.7)] if narrow else [260, max(total - 260, 1)])
+            self._split_for = None
+        total = event.size().height() if narrow else event.size().width()
+        if self._split_for != wanted and total > 200 and self.isVisible():
+            # Shares once per arrangement (the user's splitter drags are kept after that).
+            self._split_for = wanted
+            self.splitter.setSizes([int(total * 0.38), int(total * 0.62)] if narrow else [260, max(total - 260, 1)])
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
@@ -783,6 +849,17 @@ def _blend(base: QColor, tint: QColor) -> QColor:
     return QColor.fromRgbF(base.redF() * (1 - alpha) + tint.redF() * alpha,
                            base.greenF() * (1 - alpha) + tint.greenF() * alpha,
                            base.blueF() * (1 - alpha) + tint.blueF() * alpha)
+
+
+def _scrolled(page: QWidget) -> QScrollArea:
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(page)
+    for form in page.findChildren(QFormLayout):
+        fit_to_width(scroll, form)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return scroll
 
 
 def _padded(widget: QWidget) -> QWidget:
