@@ -28,7 +28,7 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.fixes import Fix
 from workbench.engine.pipeline import Engine
-from workbench.gui import theme
+from workbench.gui import exports, theme
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.memory_chart import MemoryStackChart
 from workbench.gui.charts.roofline_chart import RooflineChart
@@ -134,6 +134,11 @@ class MainWindow(QMainWindow):
         self.sweep_chart = SweepChart(self)
         self.sweep_chart.set_axis(self.runner.sweep_field)
         self.sweep_chart.axis_changed.connect(self._on_sweep_axis)
+        for chart, name in ((self.memory_chart, "memory"), (self.roofline_chart, "roofline"),
+                            (self.sweep_chart, "sweep")):
+            exports.add_chart_actions(chart, name)
+        exports.add_table_actions(self.model_panel.table.view, "models")
+        exports.add_table_actions(self.hardware_panel.table.view, "accelerators")
         for panel in (self.model_panel, self.hardware_panel, self.scenario_panel):
             panel.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
 
@@ -255,6 +260,16 @@ class MainWindow(QMainWindow):
         self.report_action = self._action("Export &Report…", lambda: open_report_dialog(self), "Ctrl+E",
                                           "Write a PDF sizing report of the project's scenarios")
         file_menu.addAction(self.report_action)
+        export_menu = file_menu.addMenu("E&xport")
+        self.export_table_action = self._action("Table as &CSV…", self.export_table, None,
+                                                "The table of the tab on screen (Compare, Sensitivity) as CSV")
+        self.copy_table_action = self._action("Copy &Table", self.copy_table, None,
+                                              "The table of the tab on screen, tab-separated, to paste anywhere")
+        self.export_png_action = self._action("Charts as &PNG…", self.export_png, None,
+                                              "The tab on screen (charts or comparison) as a PNG image")
+        for action in (self.export_table_action, self.copy_table_action, self.export_png_action):
+            export_menu.addAction(action)
+        export_menu.aboutToShow.connect(self._update_export_actions)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
 
@@ -305,6 +320,27 @@ class MainWindow(QMainWindow):
         help_menu.addAction(self.plugins_action)
         help_menu.addSeparator()
         help_menu.addAction(self._action("&About GPU Planning Workbench", self.show_about))
+
+    # --- copy and export ----------------------------------------------------------------------
+
+    def _update_export_actions(self) -> None:
+        has_table = self.tabs.current_table() is not None
+        self.export_table_action.setEnabled(has_table)
+        self.copy_table_action.setEnabled(has_table)
+
+    def export_table(self) -> None:
+        table = self.tabs.current_table()
+        if table is not None:
+            exports.ask_save_table(self, table, self.tabs.current_key())
+
+    def copy_table(self) -> None:
+        table = self.tabs.current_table()
+        if table is not None:
+            exports.copy_table(table, selected_only=False)
+            self.statusBar().showMessage("Table copied (tab-separated: it pastes into a spreadsheet)", 5000)
+
+    def export_png(self) -> None:
+        exports.ask_save_png(self, self.tabs.currentWidget(), self.tabs.current_key())
 
     # --- layout persistence -------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from workbench.core.project import Comparison as SavedComparison
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import METRIC_BY_ID, Candidate, Comparison, ScenarioComparison, Targets
 from workbench.engine.pipeline import Engine
-from workbench.gui import theme
+from workbench.gui import exports, theme
 from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.compare_chart import CompareBarChart
@@ -177,6 +177,8 @@ class CompareView(QWidget):
                                    | QAbstractItemView.EditTrigger.AnyKeyPressed)
         self.table_model.price_entered.connect(self._on_price_entered)
         self.chart = CompareBarChart(self)
+        exports.add_table_actions(self.table, "comparison")
+        exports.add_chart_actions(self.chart, "comparison")
 
         results = QWidget(self)
         results_layout = QVBoxLayout(results)
