@@ -790,10 +790,27 @@ class MainWindow(QMainWindow):
 
     # --- help ---------------------------------------------------------------------------------
 
-    def show_help(self) -> HelpDialog:
+    def help_section(self) -> str:
+        """The guide's chapter for the panel in use: the one with the keyboard focus, else the tab
+        on screen."""
+        widget = QApplication.focusWidget()
+        docks = {"model_dock": "start", "hardware_dock": "start", "scenario_dock": "editing",
+                 "results_dock": "results"}
+        while widget is not None and widget is not self:
+            if widget.objectName() in docks and widget in self.docks.values():
+                return docks[widget.objectName()]
+            if widget is self.tabs:
+                break
+            widget = widget.parentWidget()
+        return self.tabs.current_key()
+
+    def show_help(self, section: str | None = None) -> HelpDialog:
+        """The guide, open at ``section`` (a chapter id) or at the chapter of the panel in use."""
+        wanted = section or self.help_section()
         dialog = HelpDialog(self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
+        dialog.show_section(wanted)
         return dialog
 
     def show_about(self) -> None:
