@@ -3,7 +3,6 @@ the unit their column or axis names, and the engine's reasons in the window's wo
 
 from __future__ import annotations
 
-import math
 import re
 
 from workbench.engine.compare import CandidateResult
