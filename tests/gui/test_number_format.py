@@ -58,3 +58,13 @@ def test_compare_cells_follow_the_same_policy() -> None:
     assert usd(0.104) == "$0.10" and usd(26_400) == "$26K"
     assert with_unit(0.0069, "s") == "6.90 ms"
     assert with_unit(6_537_421, "tokens/kWh") == "6.54M tokens/kWh"
+
+
+def test_the_pdf_comparison_reads_as_the_compare_tab() -> None:
+    from workbench.report.sections import format_metric_safe
+
+    assert format_metric_safe("tpot_s", 0.0069) == with_unit(0.0069, "s") == "6.90 ms"
+    assert format_metric_safe("usd_per_m_tokens", 0.0359) == "$0.036/Mtoken"
+    assert format_metric_safe("tco_buy_usd", 26_400) == usd(26_400) == "$26K"
+    assert format_metric_safe("tokens_per_kwh", 6_537_421) == "6.54M tokens/kWh"
+    assert format_metric_safe("tpot_s", None) == "-"

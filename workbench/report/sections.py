@@ -956,12 +956,24 @@ def _gpus(count: int | None) -> str:
 
 
 def format_metric_safe(metric: str, value: Any) -> str:
-    from workbench.engine.compare import format_metric
+    """A comparison figure in the one number policy (workbench.report.numbers), as the window's
+    Compare table shows it: 6.90 ms, $0.036/Mtoken, $26K, 6.54M tokens/kWh; "-" when unknown."""
+    from workbench.engine.compare import METRIC_BY_ID, format_metric
 
-    try:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return format_metric(metric, value)
-    except Exception:  # noqa: BLE001 - an unknown metric is shown as it is
-        return str(value)
+    unit = METRIC_BY_ID[metric].unit if metric in METRIC_BY_ID else ""
+    if unit == "s":
+        return numbers.seconds(value)
+    if unit.startswith("USD"):
+        return numbers.money(value, compact=True) + unit[3:]
+    if unit == "days":
+        return numbers.days(value)
+    if unit == "GPUs":
+        return f"{value:,.0f}"
+    if unit == "B":
+        return format_metric(metric, value)
+    return f"{numbers.number(value, compact=True)} {unit}".rstrip()
 
 
 def _comparison_body(comparison: Any, body: Body) -> None:
