@@ -12,7 +12,7 @@ from html import escape
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QColor, QCursor, QFont
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from workbench.core.units import GiB, format_bytes
@@ -91,6 +91,8 @@ class MemoryStackChart(QWidget):
         layout.addWidget(self.plot_widget)
         self._estimate: Estimate | None = None
         self._heights: dict[str, tuple[float, float]] = {}
+        self._label_texts: dict[str, tuple[str, str]] = {}  # label -> (full text, short text)
+        self.plot.getViewBox().sigResized.connect(lambda *_: self._fit_labels())
         self.fits: bool | None = None
         self._top = 0.0
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -150,7 +152,8 @@ class MemoryStackChart(QWidget):
             y = capacity / GiB
             self.capacity_line.setData([X_MIN, X_MAX], [y, y])
             self.capacity_line.setPen(pg.mkPen(line_colour, width=3 if bad else 2))
-            self.capacity_label.setText(f"capacity {format_bytes(capacity, 1)}")
+            self._label_texts["capacity"] = (f"capacity {format_bytes(capacity, 1)}", format_bytes(capacity, 1))
+            self.capacity_label.setText(self._label_texts["capacity"][0])
             self.capacity_label.setColor(line_colour)
             self.capacity_label.setPos(X_MAX, y)
             top = max(top, y)
@@ -162,7 +165,9 @@ class MemoryStackChart(QWidget):
             y = usable / GiB  # type: ignore[operator]
             self.usable_line.setData([X_MIN, X_MAX], [y, y])
             self.usable_line.setPen(pg.mkPen(line_colour, width=1.5, style=Qt.PenStyle.DashLine))
-            self.usable_label.setText(f"usable {format_bytes(usable, 1)}")  # type: ignore[arg-type]
+            self._label_texts["usable"] = (f"usable {format_bytes(usable, 1)}",  # type: ignore[arg-type]
+                                           format_bytes(usable, 1))  # type: ignore[arg-type]
+            self.usable_label.setText(self._label_texts["usable"][0])
             self.usable_label.setColor(line_colour)
             self.usable_label.setPos(X_MAX, y)
         else:
@@ -178,11 +183,30 @@ class MemoryStackChart(QWidget):
         elif bad:
             limit = usable or capacity
             over = (total or stacks[0] * GiB) - (limit or 0)
-            self.message.setText(f"Out of memory: {format_bytes(over, 1)} over")
+            self._label_texts["message"] = (f"Out of memory: {format_bytes(over, 1)} over",
+                                            f"{format_bytes(over, 1)} over")
+            self.message.setText(self._label_texts["message"][0])
             self.message.setColor(theme.BAD_COLOUR)
         else:
             self.message.setText("")
         self.message.setPos(X_MIN + 0.02, top * 0.995)
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """In a narrow plot the labels drop their words ("capacity", "Out of memory:") and keep the
+        numbers, so the plot's edge never cuts them (the tooltip of a bar says the rest)."""
+        width = self.plot.getViewBox().width()
+        if width <= 0 or not self.isVisible():
+            return  # not laid out yet: the next resize fits them
+        for key, item in (("capacity", self.capacity_label), ("usable", self.usable_label),
+                          ("message", self.message)):
+            full, short = self._label_texts.get(key, ("", ""))
+            if not full or item.toPlainText() not in (full, short):
+                continue
+            fits = QFontMetrics(item.textItem.font()).horizontalAdvance(full) + 8 <= width
+            text = full if fits else short
+            if item.toPlainText() != text:
+                item.setText(text)
 
     # --- hover --------------------------------------------------------------------------------
 
