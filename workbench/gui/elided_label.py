@@ -4,7 +4,7 @@ the whole text as its tooltip: a narrow window never cuts a word in half or push
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QScrollArea, QSizePolicy, QWidget
 
@@ -66,29 +66,65 @@ class ElidedLabel(QLabel):
 
 
 class WrappedLabel(QLabel):
-    """A word-wrapped label that asks its layout for the height its lines need at its width (a
-    splitter or box layout otherwise squeezes it and the lines spill over the widget above)."""
+    """A word-wrapped label of at most ``max_lines`` lines that takes exactly the height its lines
+    need at its width (a splitter or box layout otherwise squeezes it and the lines spill over the
+    widget above). Text that needs more lines ends in "…" and is whole in the tooltip; ``text()``
+    is always the whole text."""
 
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(text, parent)
+    def __init__(self, text: str = "", parent: QWidget | None = None, max_lines: int = 3) -> None:
+        super().__init__(parent)
+        self.max_lines = max_lines
+        self._full = ""
         self.setWordWrap(True)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setText(text)
+
+    def text(self) -> str:  # type: ignore[override]
+        return self._full
+
+    def shown_text(self) -> str:
+        return super().text()
+
+    def is_elided(self) -> bool:
+        return self.shown_text() != self._full
 
     def setText(self, text: str) -> None:  # type: ignore[override]  # noqa: N802 - Qt override
-        super().setText(text)
-        self._fit_height()
+        self._full = text
+        self._fit()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        self._fit_height()
+        self._fit()
 
-    def _fit_height(self) -> None:
-        width = self.width()
+    def _height(self, text: str, width: int) -> int:
+        flags = int(Qt.TextFlag.TextWordWrap)
+        return self.fontMetrics().boundingRect(QRect(0, 0, width, 100_000), flags, text).height()
+
+    def _fit(self) -> None:
+        width = self.contentsRect().width()
         if width <= 0:
+            super().setText(self._full)
             return
-        height = self.heightForWidth(width)
-        if height > 0 and height != self.minimumHeight():
-            self.setMinimumHeight(height)
+        limit = self.max_lines * self.fontMetrics().lineSpacing()
+        shown = self._full
+        if self._height(shown, width) > limit:
+            words = self._full.split(" ")
+            low, high = 0, len(words)
+            while low < high:  # the most words that fit with "…" after them
+                middle = (low + high + 1) // 2
+                if self._height(" ".join(words[:middle]) + " …", width) <= limit:
+                    low = middle
+                else:
+                    high = middle - 1
+            shown = " ".join(words[:low]) + " …"
+        if shown != super().text():
+            super().setText(shown)
+        self.setToolTip(self._full if shown != self._full else "")
+        margins = self.contentsMargins()
+        height = min(self._height(shown, width), limit) + margins.top() + margins.bottom()
+        if height != self.height() or self.minimumHeight() != height:
+            self.setFixedHeight(max(height, self.fontMetrics().lineSpacing()))
 
 
 def fit_to_width(scroll: QScrollArea, *forms: QFormLayout) -> None:

@@ -91,7 +91,7 @@ class MemoryStackChart(QWidget):
         layout.addWidget(self.plot_widget)
         self._estimate: Estimate | None = None
         self._heights: dict[str, tuple[float, float]] = {}
-        self._label_texts: dict[str, tuple[str, str]] = {}  # label -> (full text, short text)
+        self._label_texts: dict[str, tuple[str, ...]] = {}  # label -> its texts, longest first
         self.plot.getViewBox().sigResized.connect(lambda *_: self._fit_labels())
         self.fits: bool | None = None
         self._top = 0.0
@@ -152,7 +152,8 @@ class MemoryStackChart(QWidget):
             y = capacity / GiB
             self.capacity_line.setData([X_MIN, X_MAX], [y, y])
             self.capacity_line.setPen(pg.mkPen(line_colour, width=3 if bad else 2))
-            self._label_texts["capacity"] = (f"capacity {format_bytes(capacity, 1)}", format_bytes(capacity, 1))
+            self._label_texts["capacity"] = (f"capacity {format_bytes(capacity, 1)}", format_bytes(capacity, 1),
+                                             format_bytes(capacity, 0))
             self.capacity_label.setText(self._label_texts["capacity"][0])
             self.capacity_label.setColor(line_colour)
             self.capacity_label.setPos(X_MAX, y)
@@ -166,7 +167,7 @@ class MemoryStackChart(QWidget):
             self.usable_line.setData([X_MIN, X_MAX], [y, y])
             self.usable_line.setPen(pg.mkPen(line_colour, width=1.5, style=Qt.PenStyle.DashLine))
             self._label_texts["usable"] = (f"usable {format_bytes(usable, 1)}",  # type: ignore[arg-type]
-                                           format_bytes(usable, 1))  # type: ignore[arg-type]
+                                           format_bytes(usable, 1), format_bytes(usable, 0))  # type: ignore[arg-type]
             self.usable_label.setText(self._label_texts["usable"][0])
             self.usable_label.setColor(line_colour)
             self.usable_label.setPos(X_MAX, y)
@@ -184,7 +185,7 @@ class MemoryStackChart(QWidget):
             limit = usable or capacity
             over = (total or stacks[0] * GiB) - (limit or 0)
             self._label_texts["message"] = (f"Out of memory: {format_bytes(over, 1)} over",
-                                            f"{format_bytes(over, 1)} over")
+                                            f"{format_bytes(over, 1)} over", f"+{format_bytes(over, 0)}")
             self.message.setText(self._label_texts["message"][0])
             self.message.setColor(theme.BAD_COLOUR)
         else:
@@ -200,11 +201,12 @@ class MemoryStackChart(QWidget):
             return  # not laid out yet: the next resize fits them
         for key, item in (("capacity", self.capacity_label), ("usable", self.usable_label),
                           ("message", self.message)):
-            full, short = self._label_texts.get(key, ("", ""))
-            if not full or item.toPlainText() not in (full, short):
+            texts = self._label_texts.get(key, ())
+            if not texts or item.toPlainText() not in texts:
                 continue
-            fits = QFontMetrics(item.textItem.font()).horizontalAdvance(full) + 8 <= width
-            text = full if fits else short
+            metrics = QFontMetrics(item.textItem.font())
+            # The longest that fits (document margins included), else the shortest.
+            text = next((t for t in texts if metrics.horizontalAdvance(t) + 10 <= width), texts[-1])
             if item.toPlainText() != text:
                 item.setText(text)
 
