@@ -108,3 +108,16 @@ def test_a_price_set_in_compare_is_used_undone_saved_and_reopened(qtbot, catalog
     assert f"{'A30'}  ($2.50/h, yours)" in [reopened.candidate_list.item(i).text()
                                              for i in range(reopened.candidate_list.count())]
     reopened.shutdown()
+
+
+def test_the_report_costs_the_comparison_with_the_prices_entered(catalogs, engine) -> None:  # type: ignore[no-untyped-def]
+    from workbench.core.project import Comparison
+    from workbench.report.document import ReportRequest, collect
+
+    scenario = Scenario(name="chat", model="llama-3.1-8b", gpu="h100-sxm", batch_size=16)
+    saved = Comparison(name="Compare tab", accelerators=(PRICED, UNPRICED), usd_per_gpu_hour={UNPRICED: 2.5})
+    project = Project(name="Prices", scenarios=(scenario,), comparisons=(saved,))
+    data = collect(ReportRequest(project=project, sections=("comparison",)), engine)
+    rows = {r.candidate.accelerator: r for r in data.comparison.scenarios[0].results}
+    assert rows[UNPRICED].values["usd_per_gpu_hour"] == 2.5 and rows[UNPRICED].values["usd_per_m_tokens"] > 0
+    assert rows[PRICED].values["usd_per_gpu_hour"] == pytest.approx(1.79)
