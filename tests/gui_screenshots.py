@@ -69,7 +69,10 @@ class Driver:
         self.ready_s = time.perf_counter() - START
         self.window = windows[0]
         self.window.ask_before_discard = False
-        self.window.resize(*self.size)
+        # The size is the screen's, in device pixels: at 150% scaling a 1920x1080 screen gives
+        # the window 1280x720 logical pixels, as a user of that screen sees it.
+        ratio = self.window.devicePixelRatioF() or 1.0
+        self.window.resize(round(self.size[0] / ratio), round(self.size[1] / ratio))
         self._settle(self._next)
 
     # Wait until the newest estimate and its sweep are on screen, then paint, then go on.

@@ -278,3 +278,22 @@ def test_the_roofline_names_the_rate_the_estimate_computes_at(qtbot, catalogs, r
     chart.update_estimate(fp8)
     assert chart.readout.text().startswith("1,979 TFLOPS fp8 peak, 3,350 GB/s")
     assert chart.peak == pytest.approx(1978.9)
+
+
+def test_memory_labels_keep_their_numbers_in_a_narrow_chart(qtbot, catalogs, project, fake_engine) -> None:  # type: ignore[no-untyped-def]
+    chart = MemoryStackChart()
+    qtbot.addWidget(chart)
+    chart.resize(700, 400)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.update_estimate(_estimate(catalogs, project, fake_engine, batch_size=4096))
+    assert chart.capacity_label.toPlainText() == "capacity 80.0 GiB"
+    assert chart.message.toPlainText().startswith("Out of memory: ")
+    chart.resize(270, 400)  # a plot of about 75 px beside the legend
+    qtbot.waitUntil(lambda: chart.capacity_label.toPlainText() == "80.0 GiB", timeout=2000)
+    assert chart.usable_label.toPlainText() == "72.0 GiB"
+    note = chart.message.toPlainText()
+    assert note.endswith(" over") or note.startswith("+"), note
+    assert "GiB" in note and not note.startswith("Out")
+    chart.resize(700, 400)
+    qtbot.waitUntil(lambda: chart.capacity_label.toPlainText() == "capacity 80.0 GiB", timeout=2000)

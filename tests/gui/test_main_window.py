@@ -115,7 +115,10 @@ def test_main_flow_model_gpu_batch_drive_the_charts(qtbot, window: MainWindow) -
     assert shown["kv_cache"][0] > before
     # 70B in bf16 on one 80 GB A100 does not fit: red capacity line, caption, verdict.
     assert window.memory_chart.fits is False
-    assert "Out of memory" in window.memory_chart.message.toPlainText()
+    # The caption says how much is over (its words dropped when the chart is narrow, as here).
+    caption = window.memory_chart.message.toPlainText()
+    assert window.memory_chart._label_texts["message"][0].startswith("Out of memory")
+    assert caption in window.memory_chart._label_texts["message"] and "GiB" in caption
     assert "Out of memory" in window.results_panel.verdict_text
     # Roofline: the GPU's ceilings and the scenario's operating points.
     roof = window.roofline_chart

@@ -70,7 +70,9 @@ def test_editor_covers_every_architecture_field_with_descriptions(qtbot, control
     assert {p.split(".")[0] for p in editor.fields} | set(editor.sections) == top
     assert {"moe.num_experts", "mla.kv_lora_rank", "sliding_window.window", "vision.patch_size",
             "encoder_decoder.num_decoder_layers"} <= set(editor.fields)
-    assert editor.fields["num_kv_heads"].widget.toolTip() == ModelArchitecture.model_fields["num_kv_heads"].description
+    # The description, then the field name (to match a config.json key).
+    assert editor.fields["num_kv_heads"].widget.toolTip() == (
+        ModelArchitecture.model_fields["num_kv_heads"].description + "\nField: num_kv_heads")
 
 
 def test_editing_updates_the_parameter_count_and_copies_a_catalog_model(qtbot, controller) -> None:  # type: ignore[no-untyped-def]
@@ -262,3 +264,27 @@ def test_the_editor_round_trips_vision_towers(qtbot, controller) -> None:  # typ
         assert panel.editor.sections["vision_tower"].isChecked(), name
         assert panel.editor.validate() == arch, name
         assert not panel.editor.errors, name
+
+
+def test_the_model_editor_labels_read_as_words_with_units_and_name_the_field_on_hover(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtWidgets import QFormLayout, QLabel
+
+    from workbench.gui.panels.model_editor import ModelEditor
+
+    editor = ModelEditor()
+    qtbot.addWidget(editor)
+    labels = {}
+    for form in editor.widget().findChildren(QFormLayout):
+        for row in range(form.rowCount()):
+            label = form.itemAt(row, QFormLayout.ItemRole.LabelRole)
+            field = form.itemAt(row, QFormLayout.ItemRole.FieldRole)
+            if label is not None and field is not None and isinstance(label.widget(), QLabel):
+                labels[field.widget().objectName().removeprefix("field:")] = label.widget()
+    assert labels["num_layers"].text() == "Layers"
+    assert labels["hf_model_type"].text() == "Hugging Face model type"
+    assert labels["max_position_embeddings"].text() == "Longest context (tokens)"
+    assert labels["moe.num_experts"].text() == "Experts"
+    # No label is a raw field name; every one names its field in the tooltip.
+    for path, label in labels.items():
+        assert "_" not in label.text() and label.text()[:1].isupper(), path
+        assert f"Field: {path}" in label.toolTip() and f"Field: {path}" in editor.fields[path].widget.toolTip()

@@ -192,6 +192,23 @@ def _value_label_rects(chart: TornadoChart) -> list[object]:
     return out
 
 
+def _wait_readable(qtbot, chart: TornadoChart) -> None:  # type: ignore[no-untyped-def]
+    """The labels are placed after the plot's own layout pass, which a loaded machine runs late:
+    wait (up to 3 s) until they are readable, then check once more for the message."""
+    def readable() -> bool:
+        try:
+            _assert_readable(chart)
+        except AssertionError:
+            return False
+        return True
+
+    try:
+        qtbot.waitUntil(readable, timeout=3000)
+    except Exception:  # noqa: BLE001 - the assertion below says what is wrong
+        pass
+    _assert_readable(chart)
+
+
 def _assert_readable(chart: TornadoChart) -> None:
     from PySide6.QtCore import QRectF
 
@@ -220,8 +237,7 @@ def _assert_readable(chart: TornadoChart) -> None:
 def test_every_factor_label_is_drawn_inside_the_chart_and_clear_of_the_others(qtbot, views, size) -> None:  # type: ignore[no-untyped-def]
     _, view = views
     view.resize(*size)
-    qtbot.wait(50)
-    _assert_readable(view.chart)
+    _wait_readable(qtbot, view.chart)
     moving = [b for b in view.outcome.sensitivity.bars if b.swing > 0]
     drawn = len(view.chart.bars)
     assert drawn == min(len(moving), 16) or view.chart.more.text().startswith(f"{len(moving) - drawn} smaller")
@@ -239,8 +255,7 @@ def test_labels_follow_the_size_the_chart_gets_after_it_was_drawn(qtbot, control
     for size in ((1200, 700), (430, 420), (800, 900)):
         chart.resize(*size)
         chart.show()
-        qtbot.wait(50)
-        _assert_readable(chart)
+        _wait_readable(qtbot, chart)
     assert len(chart.bars) == min(MAX_BARS, len([b for b in sens.bars if b.swing > 0]))
 
 
@@ -323,12 +338,11 @@ def test_every_label_is_readable_in_the_window_with_and_without_the_side_panels(
     view = win.sensitivity_view
     with qtbot.waitSignal(view.sensitivity_shown, timeout=60000):
         win.tabs.show_page("sensitivity")
-    qtbot.wait(100)
-    assert all(dock.isVisible() for dock in win.docks.values() if dock.objectName() != "hardware_dock")
-    _assert_readable(view.chart)
+    # The side panels are shown (in a window under 1500 wide Model and Hardware are tabs beside Scenario).
+    assert win.docks["scenario_dock"].isVisible() and win.docks["results_dock"].isVisible()
+    _wait_readable(qtbot, view.chart)
     win.tabs.focus_button.click()  # hide the side panels: a wider chart
     qtbot.waitUntil(lambda: not win.docks["scenario_dock"].isVisible(), timeout=3000)
-    qtbot.wait(100)
-    _assert_readable(view.chart)
+    _wait_readable(qtbot, view.chart)
     win.tabs.focus_button.click()
     view.shutdown()

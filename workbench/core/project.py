@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from workbench.core import limits
 from workbench.core.hardware import Accelerator
@@ -32,6 +32,11 @@ class Comparison(BaseModel):
     min_tokens_per_s: float | None = Field(None, gt=0, description="Target: throughput at least this (tokens/s).")
     deadline_days: float | None = Field(None, gt=0, description="Target: training finishes within this (days).")
     budget_usd: float | None = Field(None, gt=0, description="Target: spend at most this (USD).")
+    usd_per_gpu_hour: dict[str, PositiveFloat] = Field(
+        default_factory=dict,
+        description="Rental price per GPU-hour (USD) entered for a candidate, by accelerator id; a candidate "
+        "not listed uses the catalog's price (or the scenario's, for the scenario's own GPU).",
+    )
     budget_basis: Literal["auto", "run", "tco", "capex"] = Field(
         "auto",
         description="What the budget pays for: the training run, the cheaper of buying and renting, or "

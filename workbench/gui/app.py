@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
@@ -12,6 +13,9 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from workbench import __version__
 from workbench.core.errors import WorkbenchError
+
+if TYPE_CHECKING:
+    from workbench.gui.main_window import MainWindow
 
 
 def create_application(argv: Sequence[str] = ()) -> QApplication:
@@ -47,6 +51,30 @@ def tune_garbage_collector() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+#: The longest the window waits for its first figures before it shows anyway.
+FIRST_PAINT_WAIT_MS = 1500
+
+
+def show_when_drawn(window: MainWindow) -> None:
+    """Show the window once its charts hold the first estimate and sweep (a few hundred ms), not
+    before: shown at once it flashed empty placeholder axes. A slow start shows it after
+    :data:`FIRST_PAINT_WAIT_MS` with what is there."""
+    waiting = {"estimate", "sweep"}
+
+    def arrived(what: str) -> None:
+        waiting.discard(what)
+        if not waiting:
+            show()
+
+    def show() -> None:
+        if not window.isVisible():
+            window.show()
+
+    window.estimate_shown.connect(lambda *_: arrived("estimate"))
+    window.sweep_shown.connect(lambda *_: arrived("sweep"))
+    QTimer.singleShot(FIRST_PAINT_WAIT_MS, show)
+
+
 def run_app(argv: Sequence[str] = ()) -> int:
     """Open the main window and run the event loop until it closes."""
     from workbench.gui.dialogs.error_dialog import install_excepthook
@@ -59,7 +87,7 @@ def run_app(argv: Sequence[str] = ()) -> int:
     except WorkbenchError as exc:
         QMessageBox.critical(None, "GPU Planning Workbench", f"The workbench cannot start:\n{exc}")
         return 2
-    window.show()
+    show_when_drawn(window)
     tune_garbage_collector()
     # After a crash or a kill: offer the unsaved work autosave kept (once the window is on screen).
     QTimer.singleShot(0, lambda: window.offer_recoveries(quiet=True))

@@ -93,6 +93,12 @@ def _selected(project: Project) -> str:
     return names[0] if names else ""
 
 
+_VENDOR = re.compile(r"^(NVIDIA|AMD|Intel|Google Cloud|Google|Apple|AWS)\s+(Instinct\s+|GeForce\s+|Tesla\s+)?",
+                     re.IGNORECASE)
+#: Product lines whose model number is the second word (``RTX 4090``, ``TPU v5e``).
+_SERIES = {"RTX", "TPU", "GAUDI", "ARC", "DGX", "M2", "M3", "M4"}
+
+
 def unique_name(base: str, taken: set[str]) -> str:
     if base not in taken:
         return base
@@ -210,8 +216,51 @@ class ProjectController(QObject):
             shown = getattr(value, "value", value)
             text = f"Set {_label(first)} to {shown}" if len(paths) == 1 else f"Edit {', '.join(map(_label, paths))}"
         key = f"field:{self.current}:{','.join(paths)}"
-        self._push(Snapshot(self._replace_scenario(scenario), self.current), text, key)
+        self._push(self._edited(scenario), text, key)
         return None
+
+    def _edited(self, scenario: Scenario) -> Snapshot:
+        """The project with the current scenario replaced by ``scenario``. A name that spells the
+        old model or GPU count and GPU ("Llama-3.1-8B chat on 1x H100") follows the edit; a name
+        the user chose (without them) stays."""
+        old = self.scenario
+        name = old.name if old is not None else scenario.name
+        new_name = self._following_name(old, scenario) if old is not None else name
+        if new_name == name:
+            return Snapshot(self._replace_scenario(scenario), self.current)
+        new_name = unique_name(new_name, {s.name for s in self.project.scenarios} - {name})
+        project = self._replace_scenario(scenario.model_copy(update={"name": new_name}), name)
+        return Snapshot(_rename_in_comparisons(project, {name: new_name}), new_name)
+
+    def _following_name(self, old: Scenario, new: Scenario) -> str:
+        name = old.name
+        if new.model != old.model:
+            before, after = self._model_name(old.model), self._model_name(new.model)
+            if before and after and before in name:
+                name = name.replace(before, after, 1)
+        if new.gpu != old.gpu or new.num_gpus != old.num_gpus:
+            before, after = self._gpu_word(old.gpu), self._gpu_word(new.gpu)
+            pattern = re.compile(rf"\b{old.num_gpus}\s*[x×]\s*{re.escape(before)}(?=\W|$)") if before else None
+            if pattern is not None and after and pattern.search(name):
+                name = pattern.sub(f"{new.num_gpus}x {after}", name, count=1)
+        return name
+
+    def _model_name(self, model_id: str) -> str:
+        try:
+            return self.catalogs.model(model_id, self.project).name
+        except Exception:  # noqa: BLE001 - an unknown model: the name stays as it is
+            return ""
+
+    def _gpu_word(self, gpu_id: str) -> str:
+        """The GPU as names spell it: ``H100`` for "NVIDIA H100 SXM5 80 GB", ``RTX 4090``."""
+        try:
+            name = self.catalogs.accelerator(gpu_id, self.project).name
+        except Exception:  # noqa: BLE001 - an unknown GPU: the name stays as it is
+            return ""
+        words = _VENDOR.sub("", name).split()
+        if not words:
+            return ""
+        return " ".join(words[:2]) if words[0].upper() in _SERIES and len(words) > 1 else words[0]
 
     def apply_changes(self, changes: dict[str, Any], text: str) -> str | None:
         """Apply several field changes (a fix) as one undo step of its own, never merged with
@@ -219,7 +268,7 @@ class ProjectController(QObject):
         scenario, error = self.propose(changes)
         if scenario is None:
             return error
-        self._push(Snapshot(self._replace_scenario(scenario), self.current), text)
+        self._push(self._edited(scenario), text)
         return None
 
     def set_field(self, path: str, value: Any) -> str | None:
@@ -346,14 +395,16 @@ class ProjectController(QObject):
 
     # --- compare setup ------------------------------------------------------------------------
 
-    def set_comparison(self, comparison: Comparison) -> None:
-        """Keep the Compare tab's setup (candidates, scenarios, targets) as the project's first saved
-        comparison, so it is saved, reopened and reported on. Rapid edits merge into one undo step."""
+    def set_comparison(self, comparison: Comparison, label: str = "Compare setup",
+                       merge_key: str | None = "compare-setup") -> None:
+        """Keep the Compare tab's setup (candidates, scenarios, targets, prices) as the project's first
+        saved comparison, so it is saved, reopened and reported on. Rapid edits with the same
+        ``merge_key`` merge into one undo step (None: always a step of its own)."""
         kept = self.project.comparisons
         if kept and kept[0] == comparison:
             return
         project = self.project.model_copy(update={"comparisons": (comparison, *kept[1:])})
-        self._push(Snapshot(project, self.current), "Compare setup", merge_key="compare-setup")
+        self._push(Snapshot(project, self.current), label, merge_key=merge_key)
 
     # --- accelerators -------------------------------------------------------------------------
 

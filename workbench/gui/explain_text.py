@@ -11,6 +11,7 @@ from html import escape
 from workbench.engine.estimate import Estimate
 from workbench.engine.quantity import Quantity
 from workbench.explain import format_quantity
+from workbench.report import numbers
 
 NA = "n/a"
 
@@ -18,11 +19,17 @@ NA = "n/a"
 def quantity_text(quantity: Quantity) -> str:
     """As the CLI prints it, except plain floats: grouped digits instead of exponents, fractions in %."""
     value, unit = quantity.value, quantity.unit
-    if isinstance(value, float) and not isinstance(value, bool):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # The one number policy (workbench.report.numbers), as in Compare and the PDF.
         if unit == "fraction":
-            return f"{100 * value:.1f} %"
-        if unit in ("days", "tokens/s", "kWh", "sequences", "requests/s", "USD", "tokens") and abs(value) >= 100:
-            return f"{value:,.0f} {unit}"
+            return numbers.percent(value)
+        if unit == "days":
+            return numbers.days(value)
+        if unit.startswith("USD"):
+            per = unit[3:]
+            return numbers.money(value) + {"": "", "/Mtoken": " per M tokens", "/GPU-h": " per GPU-hour"}.get(per, per)
+        if isinstance(value, float) and unit not in ("B", "B/token", "FLOP", "s", "count", "params", "parameters"):
+            return f"{numbers.number(value)} {unit}".rstrip()
     try:
         return format_quantity(quantity)
     except (TypeError, ValueError):

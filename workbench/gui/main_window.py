@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -28,7 +28,7 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.fixes import Fix
 from workbench.engine.pipeline import Engine
-from workbench.gui import theme
+from workbench.gui import exports, theme
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.memory_chart import MemoryStackChart
 from workbench.gui.charts.roofline_chart import RooflineChart
@@ -73,6 +73,8 @@ def app_icon() -> QIcon:
 
 #: The window's preferred size, and the share of a smaller screen it takes instead.
 PREFERRED_SIZE = QSize(1500, 920)
+#: Under this width (logical pixels) the side panels share one column (see ``_arrange_docks``).
+COMPACT_BELOW_PX = 1500
 SCREEN_SHARE = 0.92
 
 
@@ -132,6 +134,11 @@ class MainWindow(QMainWindow):
         self.sweep_chart = SweepChart(self)
         self.sweep_chart.set_axis(self.runner.sweep_field)
         self.sweep_chart.axis_changed.connect(self._on_sweep_axis)
+        for chart, name in ((self.memory_chart, "memory"), (self.roofline_chart, "roofline"),
+                            (self.sweep_chart, "sweep")):
+            exports.add_chart_actions(chart, name)
+        exports.add_table_actions(self.model_panel.table.view, "models")
+        exports.add_table_actions(self.hardware_panel.table.view, "accelerators")
         for panel in (self.model_panel, self.hardware_panel, self.scenario_panel):
             panel.status_message.connect(lambda text: self.statusBar().showMessage(text, 8000))
 
@@ -173,6 +180,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._layout_restored = self._restore_layout()
         self._default_state: QByteArray | None = None
+        self._compact: bool | None = None  # docks arranged for a narrow window (None: not yet)
         if first_launch:
             self.settings.set("session/first_launch_done", True)
 
@@ -252,6 +260,16 @@ class MainWindow(QMainWindow):
         self.report_action = self._action("Export &Report…", lambda: open_report_dialog(self), "Ctrl+E",
                                           "Write a PDF sizing report of the project's scenarios")
         file_menu.addAction(self.report_action)
+        export_menu = file_menu.addMenu("E&xport")
+        self.export_table_action = self._action("Table as &CSV…", self.export_table, None,
+                                                "The table of the tab on screen (Compare, Sensitivity) as CSV")
+        self.copy_table_action = self._action("Copy &Table", self.copy_table, None,
+                                              "The table of the tab on screen, tab-separated, to paste anywhere")
+        self.export_png_action = self._action("Charts as &PNG…", self.export_png, None,
+                                              "The tab on screen (charts or comparison) as a PNG image")
+        for action in (self.export_table_action, self.copy_table_action, self.export_png_action):
+            export_menu.addAction(action)
+        export_menu.aboutToShow.connect(self._update_export_actions)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
 
@@ -303,6 +321,27 @@ class MainWindow(QMainWindow):
         help_menu.addSeparator()
         help_menu.addAction(self._action("&About GPU Planning Workbench", self.show_about))
 
+    # --- copy and export ----------------------------------------------------------------------
+
+    def _update_export_actions(self) -> None:
+        has_table = self.tabs.current_table() is not None
+        self.export_table_action.setEnabled(has_table)
+        self.copy_table_action.setEnabled(has_table)
+
+    def export_table(self) -> None:
+        table = self.tabs.current_table()
+        if table is not None:
+            exports.ask_save_table(self, table, self.tabs.current_key())
+
+    def copy_table(self) -> None:
+        table = self.tabs.current_table()
+        if table is not None:
+            exports.copy_table(table, selected_only=False)
+            self.statusBar().showMessage("Table copied (tab-separated: it pastes into a spreadsheet)", 5000)
+
+    def export_png(self) -> None:
+        exports.ask_save_png(self, self.tabs.currentWidget(), self.tabs.current_key())
+
     # --- layout persistence -------------------------------------------------------------------
 
     def _restore_layout(self) -> bool:
@@ -319,12 +358,42 @@ class MainWindow(QMainWindow):
             self.tabs.set_focus(True)  # hides the docks it can bring back with one click
         return restored
 
+    def _arrange_docks(self, compact: bool) -> None:
+        """Wide: Model and Hardware on the left, Scenario over Results on the right. Compact (a
+        window under :data:`COMPACT_BELOW_PX`): Model and Hardware join Scenario as tabs on the
+        right, so the charts and the Compare table keep most of the width."""
+        self._compact = compact
+        model, hardware, scenario = (self.docks[k] for k in ("model_dock", "hardware_dock", "scenario_dock"))
+        if any(dock.isFloating() for dock in (model, hardware, scenario)):
+            return  # the user placed them: leave them there
+        if compact:
+            for dock in (model, hardware):
+                self.tabifyDockWidget(scenario, dock)
+            scenario.raise_()
+        else:
+            for dock in (model, hardware):
+                self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock)
+            self.tabifyDockWidget(model, hardware)
+            model.raise_()
+        self._default_sizes()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        if getattr(self, "_compact", None) is not None and self._default_state is not None:
+            compact = event.size().width() < COMPACT_BELOW_PX
+            if compact != self._compact:
+                self._arrange_docks(compact)
+
     def _default_sizes(self) -> None:
         """Share the width between the side panels and the charts (docks size only once shown)."""
         width = self.width()
-        side = max(300, min(420, int(width * 0.27)))
-        self.resizeDocks([self.docks["model_dock"], self.docks["scenario_dock"]], [side, side],
-                         Qt.Orientation.Horizontal)
+        if self._compact:
+            side = max(280, min(400, int(width * 0.32)))
+            self.resizeDocks([self.docks["scenario_dock"]], [side], Qt.Orientation.Horizontal)
+        else:
+            side = max(300, min(420, int(width * 0.24)))
+            self.resizeDocks([self.docks["model_dock"], self.docks["scenario_dock"]], [side, side],
+                             Qt.Orientation.Horizontal)
         height = self.height()
         self.resizeDocks([self.docks["scenario_dock"], self.docks["results_dock"]],
                          [int(height * 0.55), int(height * 0.45)], Qt.Orientation.Vertical)
@@ -338,7 +407,9 @@ class MainWindow(QMainWindow):
 
     def _first_layout(self) -> None:
         if not self._layout_restored:
-            self._default_sizes()
+            self._arrange_docks(self.width() < COMPACT_BELOW_PX)
+        else:
+            self._compact = self.dockWidgetArea(self.docks["model_dock"]) == Qt.DockWidgetArea.RightDockWidgetArea
         # Splitter sizes are pixels: restore them once the window has its final size.
         for key, splitter in (("window/charts", self.charts_splitter), ("window/top_charts", self.top_charts)):
             saved = self.settings.get(key)
@@ -367,13 +438,9 @@ class MainWindow(QMainWindow):
         for dock in self.docks.values():
             dock.setFloating(False)
             dock.show()
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.docks["model_dock"])
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.docks["hardware_dock"])
-        self.tabifyDockWidget(self.docks["model_dock"], self.docks["hardware_dock"])
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.docks["scenario_dock"])
         self.splitDockWidget(self.docks["scenario_dock"], self.docks["results_dock"], Qt.Orientation.Vertical)
-        self.docks["model_dock"].raise_()
-        self._default_sizes()
+        self._arrange_docks(self.width() < COMPACT_BELOW_PX)
         self.charts_splitter.setSizes([3000, 2000])
         self.top_charts.setSizes([1000, 1000])
         for key in ("window/state", "window/charts", "window/top_charts"):
@@ -723,10 +790,27 @@ class MainWindow(QMainWindow):
 
     # --- help ---------------------------------------------------------------------------------
 
-    def show_help(self) -> HelpDialog:
+    def help_section(self) -> str:
+        """The guide's chapter for the panel in use: the one with the keyboard focus, else the tab
+        on screen."""
+        widget = QApplication.focusWidget()
+        docks = {"model_dock": "start", "hardware_dock": "start", "scenario_dock": "editing",
+                 "results_dock": "results"}
+        while widget is not None and widget is not self:
+            if widget.objectName() in docks and widget in self.docks.values():
+                return docks[widget.objectName()]
+            if widget is self.tabs:
+                break
+            widget = widget.parentWidget()
+        return self.tabs.current_key()
+
+    def show_help(self, section: str | None = None) -> HelpDialog:
+        """The guide, open at ``section`` (a chapter id) or at the chapter of the panel in use."""
+        wanted = section or self.help_section()
         dialog = HelpDialog(self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.show()
+        dialog.show_section(wanted)
         return dialog
 
     def show_about(self) -> None:

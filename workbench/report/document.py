@@ -231,11 +231,14 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     from workbench.catalog.resolve import resolve_scenario
 
     project = request.project
+    # Prices entered per candidate in the Compare tab (saved with its setup) cost the report's
+    # comparison as they cost the window's.
+    prices = project.comparisons[0].usd_per_gpu_hour if project.comparisons else {}
     try:
         return compare_module.compare(
             engine,
             list(scenarios),
-            [compare_module.Candidate(c) for c in candidates],
+            [compare_module.Candidate(c, usd_per_gpu_hour=prices.get(c)) for c in candidates],
             lambda s: resolve_scenario(s, project),
             comparison_targets(request),
         )

@@ -27,6 +27,7 @@ from workbench.engine.estimate import Estimate
 from workbench.engine.fixes import fix_text
 from workbench.engine.quantity import Quantity
 from workbench.explain import format_quantity
+from workbench.report import numbers
 from workbench.report.charts import (
     MEMORY_COMPONENTS,
     Bar,
@@ -194,14 +195,6 @@ class Body:
 # --- formatting -----------------------------------------------------------------------------------
 
 
-def _plain_number(value: float) -> str:
-    if value == 0:
-        return "0"
-    if abs(value) >= 10_000:
-        return f"{value:,.0f}"
-    return f"{value:,.4g}"
-
-
 def format_value(quantity: Quantity | None) -> str:
     """A quantity as the report prints it: the CLI's format, money as dollars, fractions as %."""
     if quantity is None or quantity.value is None:
@@ -212,21 +205,17 @@ def format_value(quantity: Quantity | None) -> str:
     number = float(value)
     if unit == "GPUs":
         return f"{number:,.0f} GPU" + ("" if number == 1 else "s")
+    # The one number policy (workbench.report.numbers), as in the window's Results and Compare.
     if unit == "fraction":
-        return f"{number * 100:.1f}%"
+        return numbers.percent(number)
+    if unit == "days":
+        return numbers.days(number)
     if unit.startswith("USD"):
         per = unit[3:]
-        money = (
-            f"${number:,.0f}"
-            if abs(number) >= 1000
-            else f"${number:,.2f}"
-            if abs(number) >= 1
-            else f"${number:#.3g}"
-        )
-        return money + {"": "", "/h": "/h", "/GPU-h": "/GPU-hour", "/Mtoken": " per M tokens"}.get(
+        return numbers.money(number) + {"": "", "/h": "/h", "/GPU-h": " per GPU-hour", "/Mtoken": " per M tokens"}.get(
             per, f" {per}"
         )
-    return f"{_plain_number(number)} {unit}".rstrip()
+    return f"{numbers.number(number)} {unit}".rstrip()
 
 
 def format_range(estimate: Estimate, key: str) -> str:
@@ -967,12 +956,24 @@ def _gpus(count: int | None) -> str:
 
 
 def format_metric_safe(metric: str, value: Any) -> str:
-    from workbench.engine.compare import format_metric
+    """A comparison figure in the one number policy (workbench.report.numbers), as the window's
+    Compare table shows it: 6.90 ms, $0.036/Mtoken, $26K, 6.54M tokens/kWh; "-" when unknown."""
+    from workbench.engine.compare import METRIC_BY_ID, format_metric
 
-    try:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return format_metric(metric, value)
-    except Exception:  # noqa: BLE001 - an unknown metric is shown as it is
-        return str(value)
+    unit = METRIC_BY_ID[metric].unit if metric in METRIC_BY_ID else ""
+    if unit == "s":
+        return numbers.seconds(value)
+    if unit.startswith("USD"):
+        return numbers.money(value, compact=True) + unit[3:]
+    if unit == "days":
+        return numbers.days(value)
+    if unit == "GPUs":
+        return f"{value:,.0f}"
+    if unit == "B":
+        return format_metric(metric, value)
+    return f"{numbers.number(value, compact=True)} {unit}".rstrip()
 
 
 def _comparison_body(comparison: Any, body: Body) -> None:

@@ -90,7 +90,7 @@ class CompareBarChart(QWidget):
         self.title = QLabel("", self)
         self.title.setWordWrap(True)
         self.view = pg.GraphicsLayoutWidget(self)
-        self.view.setMinimumHeight(180)
+        self.view.setMinimumHeight(120)
         self.cost = _BarPlot(self.view, 0)
         self.speed = _BarPlot(self.view, 1)
         self.speed.plot.getAxis("left").setStyle(showValues=False)

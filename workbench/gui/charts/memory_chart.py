@@ -12,8 +12,8 @@ from html import escape
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, Qt
-from PySide6.QtGui import QColor, QCursor, QFont
-from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QCursor, QFont, QFontMetrics
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 
 from workbench.core.units import GiB, format_bytes
 from workbench.engine.estimate import Estimate
@@ -21,7 +21,7 @@ from workbench.gui import theme
 from workbench.gui.explain_text import number, quantity_html
 
 BAR_WIDTH = 0.56
-X_MIN, X_MAX, LINE_END = -0.55, 3.0, 1.45  # bars at 0 and 1; the legend fills the right
+X_MIN, X_MAX = -0.55, 1.55  # bars at 0 and 1; the legend has its own column right of the plot
 RANKS = (("per_gpu", "Most-loaded GPU"), ("average_gpu", "Average GPU"))
 TICKS = ("Most-loaded", "Average")
 
@@ -32,12 +32,18 @@ def _nice_top(value: float) -> float:
     return math.ceil(value / step) * step
 
 
+def _veil() -> QColor:
+    colour = QColor(theme.chart_background())
+    colour.setAlpha(200)
+    return colour
+
+
 class MemoryStackChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("memory_chart")
         self.plot_widget = pg.PlotWidget(self)
-        self.plot_widget.setMinimumSize(280, 220)
+        self.plot_widget.setMinimumSize(200, 150)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -47,7 +53,12 @@ class MemoryStackChart(QWidget):
         self.plot.getAxis("bottom").setTicks([list(enumerate(TICKS))])
         self.plot.setLabel("bottom", "GPU")
         self.plot.setXRange(X_MIN, X_MAX, padding=0)
-        self.legend = self.plot.addLegend(offset=(-4, -4), labelTextSize="8pt", verSpacing=-6)
+        # The legend sits in its own column of the plot's grid, never over a bar or a capacity label
+        # (inside the view box it covered them in a narrow window).
+        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-6)
+        self.plot.layout.addItem(self.legend, 2, 3)
+        self.plot.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.bars: dict[str, pg.BarGraphItem] = {}
         for key, _name, colour in theme.MEMORY_COMPONENTS:
             bar = pg.BarGraphItem(x=[0, 1], height=[0, 0], y0=[0, 0], width=BAR_WIDTH, brush=colour,
@@ -57,12 +68,13 @@ class MemoryStackChart(QWidget):
         # Optional components (the recurrent state) join the legend only when a model has them.
         self.legend_keys: tuple[str, ...] = ()
         self._set_legend(frozenset())
-        # Capacity lines span the bars only (the legend sits to their right) and carry their own labels.
+        # Capacity lines span the plot; their labels end at its right edge (right-aligned, so they
+        # are never cut by it) on a veil that keeps them readable over a bar that rises past them.
         self.capacity_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
         self.usable_line = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=1.5,
                                                                  style=Qt.PenStyle.DashLine))
-        self.capacity_label = pg.TextItem("", anchor=(0, 1))
-        self.usable_label = pg.TextItem("", anchor=(0, 0))
+        self.capacity_label = pg.TextItem("", anchor=(1, 1), fill=_veil())
+        self.usable_label = pg.TextItem("", anchor=(1, 0), fill=_veil())
         for item in (self.capacity_line, self.usable_line):
             item.setZValue(10)
         for label in (self.capacity_label, self.usable_label):
@@ -79,6 +91,8 @@ class MemoryStackChart(QWidget):
         layout.addWidget(self.plot_widget)
         self._estimate: Estimate | None = None
         self._heights: dict[str, tuple[float, float]] = {}
+        self._label_texts: dict[str, tuple[str, ...]] = {}  # label -> its texts, longest first
+        self.plot.getViewBox().sigResized.connect(lambda *_: self._fit_labels())
         self.fits: bool | None = None
         self._top = 0.0
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -136,11 +150,13 @@ class MemoryStackChart(QWidget):
         line_colour = QColor(theme.BAD_COLOUR) if bad else fg
         if capacity:
             y = capacity / GiB
-            self.capacity_line.setData([X_MIN, LINE_END], [y, y])
+            self.capacity_line.setData([X_MIN, X_MAX], [y, y])
             self.capacity_line.setPen(pg.mkPen(line_colour, width=3 if bad else 2))
-            self.capacity_label.setText(f"capacity {format_bytes(capacity, 1)}")
+            self._label_texts["capacity"] = (f"capacity {format_bytes(capacity, 1)}", format_bytes(capacity, 1),
+                                             format_bytes(capacity, 0))
+            self.capacity_label.setText(self._label_texts["capacity"][0])
             self.capacity_label.setColor(line_colour)
-            self.capacity_label.setPos(LINE_END, y)
+            self.capacity_label.setPos(X_MAX, y)
             top = max(top, y)
         else:
             self.capacity_line.setData([], [])
@@ -148,11 +164,13 @@ class MemoryStackChart(QWidget):
         show_usable = bool(usable) and bool(capacity) and abs(usable - capacity) > 0.005 * capacity  # type: ignore[operator]
         if show_usable:
             y = usable / GiB  # type: ignore[operator]
-            self.usable_line.setData([X_MIN, LINE_END], [y, y])
+            self.usable_line.setData([X_MIN, X_MAX], [y, y])
             self.usable_line.setPen(pg.mkPen(line_colour, width=1.5, style=Qt.PenStyle.DashLine))
-            self.usable_label.setText(f"usable {format_bytes(usable, 1)}")  # type: ignore[arg-type]
+            self._label_texts["usable"] = (f"usable {format_bytes(usable, 1)}",  # type: ignore[arg-type]
+                                           format_bytes(usable, 1), format_bytes(usable, 0))  # type: ignore[arg-type]
+            self.usable_label.setText(self._label_texts["usable"][0])
             self.usable_label.setColor(line_colour)
-            self.usable_label.setPos(LINE_END, y)
+            self.usable_label.setPos(X_MAX, y)
         else:
             self.usable_line.setData([], [])
             self.usable_label.setText("")
@@ -166,11 +184,31 @@ class MemoryStackChart(QWidget):
         elif bad:
             limit = usable or capacity
             over = (total or stacks[0] * GiB) - (limit or 0)
-            self.message.setText(f"Out of memory: {format_bytes(over, 1)} over")
+            self._label_texts["message"] = (f"Out of memory: {format_bytes(over, 1)} over",
+                                            f"{format_bytes(over, 1)} over", f"+{format_bytes(over, 0)}")
+            self.message.setText(self._label_texts["message"][0])
             self.message.setColor(theme.BAD_COLOUR)
         else:
             self.message.setText("")
         self.message.setPos(X_MIN + 0.02, top * 0.995)
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """In a narrow plot the labels drop their words ("capacity", "Out of memory:") and keep the
+        numbers, so the plot's edge never cuts them (the tooltip of a bar says the rest)."""
+        width = self.plot.getViewBox().width()
+        if width <= 0 or not self.isVisible():
+            return  # not laid out yet: the next resize fits them
+        for key, item in (("capacity", self.capacity_label), ("usable", self.usable_label),
+                          ("message", self.message)):
+            texts = self._label_texts.get(key, ())
+            if not texts or item.toPlainText() not in texts:
+                continue
+            metrics = QFontMetrics(item.textItem.font())
+            # The longest that fits (document margins included), else the shortest.
+            text = next((t for t in texts if metrics.horizontalAdvance(t) + 10 <= width), texts[-1])
+            if item.toPlainText() != text:
+                item.setText(text)
 
     # --- hover --------------------------------------------------------------------------------
 
@@ -225,6 +263,8 @@ class MemoryStackChart(QWidget):
         for bar in self.bars.values():
             bar.setOpts(pen=pg.mkPen(theme.chart_background(), width=1))
         self.legend.setLabelTextColor(theme.chart_foreground())
+        for label in (self.capacity_label, self.usable_label):
+            label.fill = pg.mkBrush(_veil())
         for _, label in self.legend.items:
             label.setText(label.text, color=theme.chart_foreground())
         if self._estimate is not None:

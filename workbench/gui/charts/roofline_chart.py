@@ -17,13 +17,14 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QFontMetricsF, QResizeEvent
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.dtypes import DType
 from workbench.core.hardware import Accelerator
 from workbench.engine.estimate import Estimate
 from workbench.gui import theme
+from workbench.gui.elided_label import WrappedLabel
 from workbench.gui.charts.label_layout import Segment, around_point, place
 from workbench.gui.explain_text import number
 
@@ -59,7 +60,7 @@ class RooflineChart(QWidget):
         super().__init__(parent)
         self.setObjectName("roofline_chart")
         self.plot_widget = pg.PlotWidget(self)
-        self.plot_widget.setMinimumSize(280, 220)
+        self.plot_widget.setMinimumSize(200, 150)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
@@ -104,7 +105,7 @@ class RooflineChart(QWidget):
             self.point_labels[phase] = label
         for label in (*self.ceiling_labels, self.ridge_label, *self.point_labels.values()):
             label.textItem.document().setDocumentMargin(0)  # the veil hugs the text: labels pack closer
-        self.readout = QLabel(" ", self)
+        self.readout = WrappedLabel(" ", self)
         self.readout.setObjectName("roofline_readout")
         self.readout.setTextInteractionFlags(Qt.TextInteractionFlag.NoTextInteraction)
         layout = QVBoxLayout(self)
@@ -122,8 +123,8 @@ class RooflineChart(QWidget):
         self._last: tuple[Estimate | None, Accelerator | None, DType | None] | None = None
         self._roof: tuple[object, ...] | None = None
         self.roof_text = ""
+        self._title = ("", "")
         self.bounds: dict[str, str] = {}
-        self.readout.setWordWrap(True)
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot_widget.viewport().installEventFilter(self)
         self.plot.getViewBox().sigResized.connect(self._on_resized)
@@ -219,7 +220,8 @@ class RooflineChart(QWidget):
         self.ridge_label.setColor(fg)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
         self.plot.setYRange(math.log10(y_range[0]), math.log10(y_range[1]), padding=0)
-        self.plot.setTitle(f"Roofline: {accelerator.name}", color=fg.name(), size="9pt")
+        self._title = (f"Roofline: {accelerator.name}", fg.name())
+        self._show_title()
         self.roof_text = f"{_fmt(peak)} TFLOPS {self.dtype_name} peak{self.weights_note}, {_fmt(bandwidth)} GB/s"
 
     def _draw_points(self, estimate: Estimate | None, x_lo: float, x_hi: float) -> None:
@@ -351,6 +353,20 @@ class RooflineChart(QWidget):
             parts.append(f"{phase}: {_fmt(ai)} FLOP/byte, {_fmt(attainable)} TFLOPS"
                          + (f", {bound}-bound" if bound else ""))
         return " · ".join(parts)
+
+    def _show_title(self) -> None:
+        """The title, shortened with "…" to the chart's width (a narrow window cut it mid-word)."""
+        if not self._title[0]:
+            return
+        font = QFont()
+        font.setPointSizeF(9)
+        text = QFontMetrics(font).elidedText(self._title[0], Qt.TextElideMode.ElideRight, max(self.width() - 24, 60))
+        self.plot.setTitle(text, color=self._title[1], size="9pt")
+        self.plot.titleLabel.setToolTip(self._title[0] if text != self._title[0] else "")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._show_title()
 
     def _on_resized(self) -> None:
         if self._last is not None and self._roof is not None:

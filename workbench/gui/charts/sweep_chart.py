@@ -39,7 +39,7 @@ class SweepChart(QWidget):
         top.addStretch(1)
         top.addWidget(self.status)
         self.view = pg.GraphicsLayoutWidget(self)
-        self.view.setMinimumSize(280, 260)
+        self.view.setMinimumSize(240, 170)
         self.memory_plot = self.view.addPlot(row=0, col=0)
         self.speed_plot = self.view.addPlot(row=1, col=0)
         self.speed_plot.setXLink(self.memory_plot)
@@ -49,7 +49,7 @@ class SweepChart(QWidget):
             plot.setMouseEnabled(x=False, y=False)
             plot.showGrid(x=True, y=True, alpha=0.2)
             plot.getAxis("left").setWidth(62)
-        self.memory_plot.setLabel("left", "Memory/GPU (GiB)")
+        self.memory_plot.setLabel("left", "GiB/GPU")  # short: the two stacked plots are low
         self.memory_plot.getAxis("bottom").setStyle(showValues=False)
         self.speed_plot.setLabel("left", "Tokens/s")
         self.memory_curve = self.memory_plot.plot([], [], pen=pg.mkPen(theme.SERIES_COLOURS[0], width=2),

@@ -95,7 +95,7 @@ class TornadoChart(QWidget):
         super().__init__(parent)
         self.setObjectName("tornado_chart")
         self.plot_widget = pg.PlotWidget(self, axisItems={"bottom": CompactAxis("bottom")})
-        self.plot_widget.setMinimumSize(360, 260)
+        self.plot_widget.setMinimumSize(360, 200)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()

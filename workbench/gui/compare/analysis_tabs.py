@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QTabWidget, QToolButton, QWidget
+from PySide6.QtWidgets import QDockWidget, QTableView, QTabWidget, QToolButton, QWidget
 
 from workbench.engine.pipeline import Engine
 from workbench.gui.catalogs import Catalogs
@@ -79,6 +79,13 @@ class AnalysisTabs(QTabWidget):
 
     def show_page(self, key: str) -> None:
         self.setCurrentWidget(self.pages[key])
+
+    def current_key(self) -> str:
+        return next(k for k, page in self.pages.items() if page is self.currentWidget())
+
+    def current_table(self) -> QTableView | None:
+        """The table of the tab on screen (File > Export Table), if it has one."""
+        return {"compare": self.compare_view.table, "sensitivity": self.sensitivity_view.spans}.get(self.current_key())
 
     def view_actions(self) -> list[QAction]:
         """View menu entries, one per tab, with their shortcuts."""

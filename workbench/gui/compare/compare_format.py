@@ -3,10 +3,10 @@ the unit their column or axis names, and the engine's reasons in the window's wo
 
 from __future__ import annotations
 
-import math
 import re
 
-from workbench.engine.compare import CandidateResult, format_seconds, format_usd
+from workbench.engine.compare import CandidateResult
+from workbench.report import numbers
 
 _VENDOR_WORDS = re.compile(r"^(NVIDIA|AMD|Intel|Google Cloud|Google|Apple)\s+(Instinct\s+|GeForce\s+|Tesla\s+)?")
 _BRACKETS = re.compile(r"\s*\([^)]*\)")
@@ -55,32 +55,18 @@ def verdict(result: CandidateResult, best: CandidateResult | None) -> str:
 
 
 def number(value: float) -> str:
-    """Three significant digits, thousands grouped: 0.0213, 1.27, 38.4, 412, 3,400, 1,200,000."""
-    if not math.isfinite(value):
-        return str(value)
-    size = abs(value)
-    if size >= 1000:
-        return f"{value:,.0f}"
-    if size >= 100:
-        return f"{value:.0f}"
-    if size >= 10:
-        return f"{value:.1f}"
-    if size == 0:
-        return "0"
-    if size >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
+    """A table cell's number (the one policy, :mod:`workbench.report.numbers`): 0.0213, 38.4, 3,400, 6.54M."""
+    return numbers.number(value, compact=True)
 
 
 def usd(value: float) -> str:
-    """$0.213, $4.10, $412, $41K, $1.23M."""
-    if abs(value) >= 1e6:
-        return f"${value / 1e6:.3g}M"
-    if abs(value) >= 1e4:
-        return f"${value / 1e3:,.0f}K"
-    if abs(value) >= 10:
-        return f"${value:,.0f}"
-    return f"${value:.3g}" if abs(value) < 1 else f"${value:.2f}"
+    """A cell's money: $0.036, $0.22, $4.10, $412, $41K, $1.23M."""
+    return numbers.money(value, compact=True)
+
+
+def money(value: float) -> str:
+    """A price: always cents below $100 ($0.07, $2.10, $99.50), whole dollars above ($1,250)."""
+    return numbers.money(value)
 
 
 def with_unit(value: float | None, unit: str) -> str:
@@ -88,7 +74,7 @@ def with_unit(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
     if unit == "s":
-        return format_seconds(value)
+        return numbers.seconds(value)
     if unit == "USD/Mtoken":
         return f"{usd(value)}/M tokens"
     if unit.startswith("USD/"):
@@ -98,7 +84,7 @@ def with_unit(value: float | None, unit: str) -> str:
     if unit == "x price":
         return f"{value:.2g}x price"
     if unit == "fraction":
-        return f"{value:.3g}"
+        return numbers.percent(value)
     if unit in ("", "ratio"):
         return number(value)
     return f"{number(value)} {unit}"
@@ -111,12 +97,12 @@ def headline(result: CandidateResult) -> str:
     cost = values.get(result.cost_metric)
     if isinstance(cost, (int, float)):
         parts.append(f"{usd(cost)}/M tokens" if result.cost_metric == "usd_per_m_tokens"
-                     else f"{format_usd(cost)} per training run")
+                     else f"{numbers.money(cost, compact=True)} per training run")
     tpot, days = values.get("tpot_s"), values.get("train_days")
     if isinstance(tpot, (int, float)):
-        parts.append(f"TPOT {format_seconds(tpot)}")
+        parts.append(f"TPOT {numbers.seconds(tpot)}")
     elif isinstance(days, (int, float)):
-        parts.append(f"{days:.3g} days to train")
+        parts.append(f"{numbers.days(days)} to train")
     gpus = result.gpus or 0
     text = f"{gpus:,} x {short_name(result.accelerator_name)}"
     return text + (" — " + ", ".join(parts) if parts else "")

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
 from PySide6.QtGui import QColor, QFont
 
 from workbench.engine.compare import METRIC_BY_ID, CandidateResult, Comparison
@@ -20,6 +27,7 @@ from workbench.gui import theme
 from workbench.gui.compare.compare_format import (
     gui_words,
     low_high,
+    money,
     number,
     short_name,
     usd,
@@ -55,15 +63,17 @@ COLUMNS: tuple[Column, ...] = (
     Column("layout", "Layout\nTP×PP×DP", "Parallel layout the sizing chose"),
     Column("ttft", "TTFT\n(ms)", "Time to first token", "ttft_s", _ms),
     Column("tpot", "TPOT\n(ms)", "Time per output token", "tpot_s", _ms),
-    Column("tokens_per_s", "Throughput\n(tokens/s)", "Tokens per second on all the GPUs", "tokens_per_s"),
-    Column("train_days", "Time to train\n(days)", "Days to train on the scenario's tokens", "train_days"),
-    Column("usd_per_m_tokens", "Cost\n(USD/M tokens)", "Rental cost per million tokens", "usd_per_m_tokens", usd),
-    Column("run_usd", "Training run\n(USD)", "Rental cost of the whole training run", "run_usd", usd),
-    Column("tokens_per_kwh", "Energy\n(tokens/kWh)", "Tokens per kWh of facility power (PUE included)",
+    Column("tokens_per_s", "Tokens/s", "Tokens per second on all the GPUs", "tokens_per_s"),
+    Column("train_days", "Train\n(days)", "Days to train on the scenario's tokens", "train_days"),
+    Column("price", "Price\n($/GPU-h)", "Rental price per GPU-hour used for the costs. Double-click (or type) "
+           "to enter your own for this accelerator; empty: the catalog price", "usd_per_gpu_hour", money),
+    Column("usd_per_m_tokens", "Cost\n($/M tok)", "Rental cost per million tokens", "usd_per_m_tokens", usd),
+    Column("run_usd", "Run cost\n(USD)", "Rental cost of the whole training run", "run_usd", usd),
+    Column("tokens_per_kwh", "Energy\n(tok/kWh)", "Tokens per kWh of facility power (PUE included)",
            "tokens_per_kwh"),
-    Column("tco_buy_usd", "TCO buy\n(USD, {years})", "Buying: GPUs, servers and power over the ownership period",
+    Column("tco_buy_usd", "TCO buy\n({years})", "Buying: GPUs, servers and power over the ownership period",
            "tco_buy_usd", usd),
-    Column("tco_rent_usd", "TCO rent\n(USD, {years})", "Renting the same useful hours over the ownership period",
+    Column("tco_rent_usd", "TCO rent\n({years})", "Renting the same useful hours over the ownership period",
            "tco_rent_usd", usd),
 )
 COLUMN_INDEX = {c.id: i for i, c in enumerate(COLUMNS)}
@@ -74,7 +84,15 @@ _ROLES = frozenset({Qt.ItemDataRole.DisplayRole, SORT_ROLE, Qt.ItemDataRole.Tool
                     Qt.ItemDataRole.TextAlignmentRole})
 
 
+#: Cost columns that read "no price" (never 0 or a dash) when the candidate has no rental price.
+_PRICED = frozenset({"price", "usd_per_m_tokens", "run_usd", "tco_rent_usd"})
+NO_PRICE = "no price"
+
+
 class ComparisonTableModel(QAbstractTableModel):
+    #: A price was typed in the price column: (accelerator id, the text; empty: the catalog price).
+    price_entered = Signal(str, str)
+
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.comparison: Comparison | None = None
@@ -113,7 +131,8 @@ class ComparisonTableModel(QAbstractTableModel):
 
     def empty_columns(self) -> set[str]:
         """Metric columns with no value in any row (TTFT for training, time to train for serving)."""
-        return {c.id for c in COLUMNS if c.metric and all(r.values.get(c.metric) is None for _, r in self.rows)}
+        return {c.id for c in COLUMNS if c.metric and c.id != "price"  # prices are entered there
+                and all(r.values.get(c.metric) is None for _, r in self.rows)}
 
     # --- Qt model -----------------------------------------------------------------------------
 
@@ -136,7 +155,23 @@ class ComparisonTableModel(QAbstractTableModel):
             return column.tip + better
         return None
 
+    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
+        flags = super().flags(index)
+        if index.isValid() and COLUMNS[index.column()].id == "price":
+            flags |= Qt.ItemFlag.ItemIsEditable
+        return flags
+
+    def setData(self, index: ModelIndex, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+        if role != Qt.ItemDataRole.EditRole or not index.isValid() or COLUMNS[index.column()].id != "price":
+            return False
+        # The view prices the accelerator (an undo step) and compares again; the new table follows.
+        self.price_entered.emit(self.rows[index.row()][1].candidate.accelerator, str(value))
+        return True
+
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.EditRole and index.isValid():
+            own = self.rows[index.row()][1].candidate.usd_per_gpu_hour
+            return "" if own is None else f"{own:g}"
         if role not in _ROLES or not index.isValid():
             return None  # painting asks for a dozen roles per cell: most are answered here
         row, col = index.row(), index.column()
@@ -159,6 +194,8 @@ class ComparisonTableModel(QAbstractTableModel):
                 return QColor(theme.BAD_COLOUR)
             if column.id == "fits":
                 return QColor(theme.OK_COLOUR)
+            if column.id in _PRICED and self._texts[row][col] == NO_PRICE:
+                return QColor(theme.WARN_COLOUR)
         if role == Qt.ItemDataRole.TextAlignmentRole and column.id in _NUMERIC:
             return _RIGHT
         return None
@@ -182,6 +219,8 @@ class ComparisonTableModel(QAbstractTableModel):
             return "–"
         value = result.values.get(column.metric or "")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
+            if ident in _PRICED and result.values.get("usd_per_gpu_hour") is None and result.fits:
+                return NO_PRICE
             return "–"
         return column.text(float(value))
 
@@ -217,6 +256,17 @@ class ComparisonTableModel(QAbstractTableModel):
             span = low_high(result, metric.id, metric.unit)
             if span:
                 lines.append(f"Range {escape(span)} with every efficiency assumption at one end of its range")
+        if column.id == "price":
+            own = result.candidate.usd_per_gpu_hour
+            lines.append("Your price, entered here (empty it for the catalog price)" if own is not None else
+                         "The catalog price (or the scenario's, for its own GPU); double-click to enter yours"
+                         if result.values.get("usd_per_gpu_hour") is not None else
+                         "No rental price known: double-click to enter one")
+        if column.id in ("rank", "accelerator", "verdict"):
+            # Every figure of the row: a narrow table leaves some columns out.
+            figures = [(c.header.replace("\n", " ").format(years=""), ComparisonTableModel._text(c, result, None))
+                       for c in COLUMNS if c.metric]
+            lines.append(" · ".join(f"{escape(h.strip())}: {escape(t)}" for h, t in figures if t != "–"))
         lines.append(f"Sizing: {escape(result.sizing)}")
         if result.fits:
             lines.append(f"Layout: TP {result.tp} × PP {result.pp} × DP {result.dp} on {escape(result.node)}")

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from html import escape
 
-from PySide6.QtCore import QEvent, QItemSelection, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPalette, QShowEvent
+from PySide6.QtCore import QEvent, QItemSelection, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QPalette, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -27,7 +27,9 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSplitter,
+    QStyle,
     QTableView,
     QTabWidget,
     QVBoxLayout,
@@ -40,7 +42,7 @@ from workbench.core.project import Comparison as SavedComparison
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import METRIC_BY_ID, Candidate, Comparison, ScenarioComparison, Targets
 from workbench.engine.pipeline import Engine
-from workbench.gui import theme
+from workbench.gui import exports, theme
 from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.compare_chart import CompareBarChart
@@ -54,8 +56,17 @@ from workbench.gui.compare.compare_table import (
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
 from workbench.gui.controller import ProjectController
+from workbench.gui.elided_label import fit_to_width
 
 DEBOUNCE_MS = 40
+#: Below this width (logical pixels) the setup tabs stack above the results instead of beside them.
+STACK_BELOW_PX = 1200
+#: The accelerator column's widest (a longer name is elided; its tooltip names it in full).
+ACCELERATOR_MAX_PX = 120
+#: Columns a narrow table leaves out first (each row's tooltip keeps their figures), and the
+#: verdict's least width (it stretches into what is left; its text is whole in the tooltip).
+DROP_FOR_WIDTH = ("tco_rent_usd", "tco_buy_usd", "tokens_per_kwh", "layout", "fits", "ttft", "gpus", "tpot")
+VERDICT_MIN_PX = 90
 #: The name of the comparison the view keeps in the project (its first saved comparison).
 SAVED_NAME = "Compare tab"
 ID_ROLE = Qt.ItemDataRole.UserRole
@@ -105,14 +116,17 @@ class CompareView(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
         self._timer.timeout.connect(self._run)
+        #: Prices per GPU-hour entered in this tab, by accelerator id (saved with the setup).
+        self.prices: dict[str, float] = {}
 
         self.setup_tabs = QTabWidget(self)
         self.setup_tabs.setObjectName("compare_setup")
         self.setup_tabs.setDocumentMode(True)
-        self.setup_tabs.addTab(self._build_candidates(), "Candidates")
-        self.setup_tabs.addTab(self._build_targets(), "Targets")
+        # Each page scrolls on its own: in a short window the setup gives up height to the table.
+        self.setup_tabs.addTab(_scrolled(self._build_candidates()), "Candidates")
+        self.setup_tabs.addTab(_scrolled(self._build_targets()), "Targets")
         self.solver_panel = SolverPanel(controller, catalogs, engine_source, self, self)
-        self.setup_tabs.addTab(_padded(self.solver_panel), "Solve")
+        self.setup_tabs.addTab(_scrolled(_padded(self.solver_panel)), "Solve")
         self.setup_tabs.setMinimumWidth(230)
 
         self.banner = QLabel("", self)
@@ -143,8 +157,28 @@ class CompareView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        # The verdict (a sentence, whole in its tooltip) is shown last and takes the width left:
+        # in a narrow window it is shortened, never the number columns pushed behind a scrollbar.
+        header.moveSection(header.visualIndex(COLUMN_INDEX["verdict"]), len(COLUMNS) - 1)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self._widths: dict[str, int] = {}
+        self._split_for: Qt.Orientation | None = None  # the arrangement the splitter shares were set for
+        self._empty_columns: set[str] = set()
+        #: Columns left out because the table is too narrow for them (see ``_fit_columns``).
+        self.dropped_columns: list[str] = []
+        self.width_note = QLabel("", self)
+        self.width_note.setObjectName("compare_width_note")
+        self.width_note.setWordWrap(True)
+        self.width_note.setVisible(False)
+        self.table.viewport().installEventFilter(self)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.DoubleClicked
+                                   | QAbstractItemView.EditTrigger.EditKeyPressed
+                                   | QAbstractItemView.EditTrigger.AnyKeyPressed)
+        self.table_model.price_entered.connect(self._on_price_entered)
         self.chart = CompareBarChart(self)
+        exports.add_table_actions(self.table, "comparison")
+        exports.add_chart_actions(self.chart, "comparison")
 
         results = QWidget(self)
         results_layout = QVBoxLayout(results)
@@ -152,6 +186,7 @@ class CompareView(QWidget):
         results_layout.setSpacing(4)
         results_layout.addWidget(self.banner)
         results_layout.addWidget(self.status)
+        results_layout.addWidget(self.width_note)
         self.results_splitter = QSplitter(Qt.Orientation.Vertical, results)
         self.results_splitter.addWidget(self.table)
         self.results_splitter.addWidget(self.chart)
@@ -212,7 +247,8 @@ class CompareView(QWidget):
         self.search.textChanged.connect(lambda _: self._apply_filter())
         self.select_all_button.clicked.connect(lambda: self._tick_shown(lambda acc: True))
         self.select_none_button.clicked.connect(lambda: self._tick_shown(lambda acc: False))
-        self.select_priced_button.clicked.connect(lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour)))
+        self.select_priced_button.clicked.connect(
+            lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour or self.prices.get(acc.id))))
         self.candidate_list.itemChanged.connect(lambda _: self._on_setup_edited())
         return page
 
@@ -271,7 +307,9 @@ class CompareView(QWidget):
         self.candidate_list.blockSignals(True)
         self.candidate_list.clear()
         for acc in self._accelerators():
-            price = f"${acc.cloud_usd_per_hour:.2f}/h" if acc.cloud_usd_per_hour else "no price"
+            own = self.prices.get(acc.id)
+            price = (f"${own:.2f}/h, yours" if own else f"${acc.cloud_usd_per_hour:.2f}/h" if acc.cloud_usd_per_hour
+                     else "no price")
             item = QListWidgetItem(f"{short_name(acc.name, 22)}  ({price})")
             item.setData(ID_ROLE, acc.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -328,7 +366,31 @@ class CompareView(QWidget):
         self._on_setup_edited()
 
     def candidates(self) -> tuple[Candidate, ...]:
-        return tuple(Candidate(i) for i in self._ticked_ids())
+        return tuple(Candidate(i, usd_per_gpu_hour=self.prices.get(i)) for i in self._ticked_ids())
+
+    # --- prices per candidate -----------------------------------------------------------------
+
+    def price(self, accelerator_id: str) -> float | None:
+        """The price per GPU-hour entered here for a candidate (None: the catalog's)."""
+        return self.prices.get(accelerator_id)
+
+    def set_price(self, accelerator_id: str, usd_per_gpu_hour: float | None) -> None:
+        """Price a candidate (USD per GPU-hour; None: back to the catalog price), one undo step."""
+        if usd_per_gpu_hour is not None and not usd_per_gpu_hour > 0:
+            raise InputError("a price per GPU-hour must be a positive number (empty: the catalog price)")
+        prices = dict(self.prices)
+        if usd_per_gpu_hour is None:
+            prices.pop(accelerator_id, None)
+        else:
+            prices[accelerator_id] = float(usd_per_gpu_hour)
+        if prices == self.prices:
+            return
+        self.prices = prices
+        self._fill_candidates()
+        name = next((a.name for a in self._accelerators() if a.id == accelerator_id), accelerator_id)
+        label = (f"Price {short_name(name)} at ${usd_per_gpu_hour:.2f}/GPU-h" if usd_per_gpu_hour is not None
+                 else f"Catalog price for {short_name(name)}")
+        self._on_setup_edited(label=label)
 
     # --- scenarios ----------------------------------------------------------------------------
 
@@ -411,11 +473,14 @@ class CompareView(QWidget):
     def request(self) -> CompareRequest:
         return CompareRequest(self.controller.project, self.scenarios(), self.candidates(), self.targets())
 
-    def _on_setup_edited(self) -> None:
+    def _on_setup_edited(self, label: str | None = None) -> None:
         self._update_count()
         if not self._restoring:
             self._seen_saved = self.setup()
-            self.controller.set_comparison(self._seen_saved)
+            if label is None:
+                self.controller.set_comparison(self._seen_saved)
+            else:  # a price: an undo step of its own
+                self.controller.set_comparison(self._seen_saved, label, merge_key=None)
         self.setup_changed.emit()
         self.schedule()
 
@@ -428,6 +493,7 @@ class CompareView(QWidget):
             name=SAVED_NAME,
             accelerators=tuple(self._ticked_ids()),
             scenarios=() if self._follow_current else tuple(self._ticked_scenarios()),
+            usd_per_gpu_hour=dict(self.prices),
             **{name: getattr(targets, name) for name in SavedComparison.TARGET_FIELDS},
         )
 
@@ -446,6 +512,9 @@ class CompareView(QWidget):
             saved = SavedComparison(name=SAVED_NAME, accelerators=tuple(a.id for a in self._accelerators()))
         self._restoring = True
         try:
+            if saved.usd_per_gpu_hour != self.prices:
+                self.prices = dict(saved.usd_per_gpu_hour)
+                self._fill_candidates()
             wanted = set(saved.accelerators)
             _set_checked(self.candidate_list, lambda item: item.data(ID_ROLE) in wanted)
             existing = {self.scenario_list.item(i).text() for i in range(self.scenario_list.count())}
@@ -469,8 +538,18 @@ class CompareView(QWidget):
         self.setup_changed.emit()
         self.schedule()
 
+    def _on_price_entered(self, accelerator_id: str, text: str) -> None:
+        """A price typed in the table's price column: a number (a $ and /h are fine), or empty."""
+        text = text.strip()
+        value = None if not text else parse_amount(text.replace("$", "").replace("/h", "").strip())
+        if text and value is None:
+            self.status.setText("Price: enter a positive number of USD per GPU-hour, or nothing for the catalog price")
+            return
+        self.set_price(accelerator_id, value)
+
     def _on_project_replaced(self) -> None:
         self._follow_current = True
+        self.prices = {}
         self.comparer.forget()
         self._fill_candidates(check_all=True)
         self._fill_scenarios()
@@ -538,9 +617,11 @@ class CompareView(QWidget):
         hidden = self.table_model.empty_columns()
         if comparison is None or len(comparison.scenarios) < 2:
             hidden.add("scenario")
+        self._empty_columns = hidden
         for column in COLUMNS:
             self.table.setColumnHidden(COLUMN_INDEX[column.id], column.id in hidden)
         self._size_columns()
+        self._fit_columns()
         self.table.setUpdatesEnabled(True)
         self._restore_selection(selected)
         self._update_chart()
@@ -568,10 +649,44 @@ class CompareView(QWidget):
                          for row, text in enumerate(texts)) if texts else 0
             title = max(head.horizontalAdvance(line) for line in self.table_model.headerData(
                 index, Qt.Orientation.Horizontal).split("\n"))
-            width = max(widest + 14, title + 22)
+            # Room for the sort arrow only on the column sorted by (headers stay narrow otherwise).
+            sorted_by = self.table.horizontalHeader().sortIndicatorSection() == index
+            width = max(widest + 12, title + (26 if sorted_by else 14))
+            if column.id == "accelerator":
+                width = min(width, ACCELERATOR_MAX_PX)  # longer names are elided (whole in the tooltip)
             if column.id == "verdict":
-                width = min(max(width, 160), 300)  # the full text is in the tooltip
+                # Last and stretched into what is left (its text whole in the tooltip): a wider
+                # set width would only push the table past its view.
+                width = VERDICT_MIN_PX
             self.table.setColumnWidth(index, width)
+            self._widths[column.id] = width
+
+    def _fit_columns(self) -> None:
+        """In a table too narrow for every figure, leave out the least-read columns (in
+        :data:`DROP_FOR_WIDTH` order) rather than put figures behind a scrollbar; a line above the
+        table names what is left out, and each row's tooltip still has every figure."""
+        room = self.table.viewport().width()
+        if not self.table.verticalScrollBar().isVisible():  # leave room for one that may come
+            room -= self.table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, self.table)
+        if room <= 0 or not self._widths:
+            return
+        dropped: list[str] = []
+        shown = [c.id for c in COLUMNS if c.id not in self._empty_columns and c.id != "verdict"]
+        needed = sum(self._widths.get(ident, 0) for ident in shown) + VERDICT_MIN_PX
+        for ident in DROP_FOR_WIDTH:
+            if needed <= room:
+                break
+            if ident in shown:
+                dropped.append(ident)
+                needed -= self._widths.get(ident, 0)
+        for ident in DROP_FOR_WIDTH:
+            if ident not in self._empty_columns:
+                self.table.setColumnHidden(COLUMN_INDEX[ident], ident in dropped)
+        self.dropped_columns = dropped
+        titles = [COLUMNS[COLUMN_INDEX[i]].header.format(years="").split("\n")[0] for i in dropped]
+        self.width_note.setText(f"Left out at this width: {', '.join(titles)} (in each row's tooltip; a wider "
+                                "window or Hide side panels shows them)" if dropped else "")
+        self.width_note.setVisible(bool(dropped))
 
     def _update_banner(self, result: CompareResult) -> None:
         comparison = result.comparison
@@ -654,6 +769,25 @@ class CompareView(QWidget):
 
     # --- events -------------------------------------------------------------------------------
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
+            self._fit_columns()
+        return False
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        # Under a width the setup goes above the results, so the table keeps the whole width.
+        narrow = event.size().width() < STACK_BELOW_PX
+        wanted = Qt.Orientation.Vertical if narrow else Qt.Orientation.Horizontal
+        if self.splitter.orientation() != wanted:
+            self.splitter.setOrientation(wanted)
+            self._split_for = None
+        total = event.size().height() if narrow else event.size().width()
+        if self._split_for != wanted and total > 200 and self.isVisible():
+            # Shares once per arrangement (the user's splitter drags are kept after that).
+            self._split_for = wanted
+            self.splitter.setSizes([int(total * 0.38), int(total * 0.62)] if narrow else [260, max(total - 260, 1)])
+
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         if self._dirty:
@@ -717,6 +851,17 @@ def _blend(base: QColor, tint: QColor) -> QColor:
     return QColor.fromRgbF(base.redF() * (1 - alpha) + tint.redF() * alpha,
                            base.greenF() * (1 - alpha) + tint.greenF() * alpha,
                            base.blueF() * (1 - alpha) + tint.blueF() * alpha)
+
+
+def _scrolled(page: QWidget) -> QScrollArea:
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(page)
+    for form in page.findChildren(QFormLayout):
+        fit_to_width(scroll, form)
+    scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    return scroll
 
 
 def _padded(widget: QWidget) -> QWidget:

@@ -43,7 +43,7 @@ from workbench.core.scenario import Scenario
 from workbench.engine import sensitivity as S
 from workbench.engine.compare import Candidate, Comparison, Resolve, Targets, compare
 from workbench.engine.pipeline import Engine
-from workbench.gui import theme
+from workbench.gui import exports, theme
 from workbench.gui.background import BackgroundRunner, Report, Stale
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.tornado_chart import TornadoChart, factor_value
@@ -158,6 +158,8 @@ class SensitivityView(QWidget):
         self.chart = TornadoChart(self)
         self.spans = QTableWidget(0, 4, self)
         self.spans.setObjectName("sensitivity_spans")
+        exports.add_table_actions(self.spans, "sensitivity")
+        exports.add_chart_actions(self.chart, "sensitivity")
         self.spans.setHorizontalHeaderLabels(["Headline figure", "Low", "Likely", "High"])
         self.spans.verticalHeader().setVisible(False)
         self.spans.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

@@ -53,7 +53,7 @@ class HardwarePanel(QWidget):
         self.node_combo.setObjectName("node_combo")
         self.node_combo.setToolTip("Server the GPUs sit in: how many per node and how they are linked")
         self.node_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.node_combo.setMinimumContentsLength(16)
+        self.node_combo.setMinimumContentsLength(10)
         self.node_combo.addItem("Default for this GPU", None)
         for node in catalogs.nodes.values():
             self.node_combo.addItem(f"{node.name} ({node.gpus_per_node} GPUs)", node.id)

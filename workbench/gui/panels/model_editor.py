@@ -30,6 +30,8 @@ from workbench.core.model import ModelArchitecture
 from workbench.core.params import count_parameters
 from workbench.core.units import format_count
 from workbench.gui import theme
+from workbench.gui.elided_label import fit_to_width
+from workbench.gui.panels.model_labels import label_for, tooltip_for
 
 INVALID_STYLE = f"border: 2px solid {theme.BAD_COLOUR}; border-radius: 3px;"
 
@@ -210,6 +212,7 @@ class ModelEditor(QScrollArea):
             self._add_field(form, name, info.annotation, info.description or "", body)
         outer.addStretch(1)
         self.setWidget(body)
+        fit_to_width(self, *body.findChildren(QFormLayout))
         self.architecture: ModelArchitecture | None = None
         self.errors: dict[str, str] = {}
         self._last_edited = ""
@@ -217,8 +220,10 @@ class ModelEditor(QScrollArea):
     def _add_field(self, form: QFormLayout, path: str, annotation: Any, description: str, parent: QWidget) -> None:
         field = _Field(path, annotation, description, parent)
         field.connect(lambda *_, p=path: self._on_edited(p))
-        label = QLabel(path.split(".")[-1].replace("_", " "), parent)
-        label.setToolTip(description)
+        label = QLabel(label_for(path), parent)
+        field.tooltip = tooltip_for(path, description)
+        label.setToolTip(field.tooltip)
+        field.widget.setToolTip(field.tooltip)
         form.addRow(label, field.widget)
         self.fields[path] = field
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
 
@@ -13,6 +13,8 @@ from workbench.core.params import count_parameters
 from workbench.core.units import format_count
 
 _HEADERS = ["Model", "Family", "Kind", "Attention", "Layers", "Hidden", "Parameters", "Active / token", "Source"]
+#: Name, family and kind stay in a narrow panel's view; the name column gives up width for them.
+KEY_COLUMNS, NAME_MIN_PX = 3, 110
 ID_ROLE = Qt.ItemDataRole.UserRole + 1
 FAMILY_ROLE = Qt.ItemDataRole.UserRole + 2
 TAGS_ROLE = Qt.ItemDataRole.UserRole + 3
@@ -50,8 +52,7 @@ def _item(text: str, sort_key: object = None, tooltip: str | None = None) -> QSt
     item = QStandardItem(text)
     item.setEditable(False)
     item.setData(sort_key if sort_key is not None else text.lower(), Qt.ItemDataRole.UserRole)
-    if tooltip:
-        item.setToolTip(tooltip)
+    item.setToolTip(tooltip or text)  # a cell shortened in a narrow panel reads whole on hover
     if isinstance(sort_key, (int, float)):
         item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
     return item
@@ -133,6 +134,8 @@ class ModelTable(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         self.view.selectionModel().currentRowChanged.connect(self._on_current_changed)
+        self._name_width = NAME_MIN_PX
+        self.view.viewport().installEventFilter(self)
         self._syncing = False
         filters = QHBoxLayout()
         filters.setContentsMargins(0, 0, 0, 0)
@@ -177,6 +180,19 @@ class ModelTable(QWidget):
         self._update_families()
         for column in range(len(_HEADERS) - 1):
             self.view.resizeColumnToContents(column)
+        self._name_width = self.view.columnWidth(0)
+        self._fit_name_column()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if watched is self.view.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_name_column()
+        return False
+
+    def _fit_name_column(self) -> None:
+        """Narrow the name column (names elided, whole on hover) so family and kind stay in view."""
+        others = sum(self.view.columnWidth(c) for c in range(1, KEY_COLUMNS))
+        room = self.view.viewport().width() - others
+        self.view.setColumnWidth(0, max(NAME_MIN_PX, min(self._name_width, room)))
 
     def add_model(self, model_id: str, arch: ModelArchitecture, source: str) -> None:
         self.set_models([*((k, a, s) for k, (a, s) in self._rows.items()), (model_id, arch, source)])

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QToolTip,
     QVBoxLayout,
     QWidget,
@@ -26,6 +27,7 @@ from workbench.core.units import format_bytes
 from workbench.engine.estimate import Estimate
 from workbench.engine.fixes import Fix, fix_text
 from workbench.gui import theme
+from workbench.gui.elided_label import ElidedLabel
 from workbench.gui.estimate_runner import Outcome
 from workbench.gui.explain_text import NA, number, tooltip_html, value_text
 
@@ -107,6 +109,9 @@ class ResultsPanel(QScrollArea):
         self.setObjectName("results_panel")
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
+        # Never scroll sideways: a narrow panel shortens the figure names (whole on hover) and
+        # keeps every value whole, instead of hiding the values behind a scrollbar.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         body = QWidget(self)
         layout = QVBoxLayout(body)
         layout.setContentsMargins(8, 6, 8, 6)
@@ -164,7 +169,7 @@ class ResultsPanel(QScrollArea):
             layout.addWidget(widget)
             widget.setVisible(False)
         self.values: dict[str, QuantityLabel] = {}
-        self._rows: dict[str, tuple[QLabel, QuantityLabel, str]] = {}
+        self._rows: dict[str, tuple[ElidedLabel, QuantityLabel, str]] = {}
         self._headers: list[tuple[QLabel, list[str]]] = []
         grid = QGridLayout()
         grid.setHorizontalSpacing(12)
@@ -176,8 +181,9 @@ class ResultsPanel(QScrollArea):
             self._headers.append((header, [k for k, _, _ in figures]))
             row += 1
             for key, label, applies in figures:
-                name = QLabel(label, body)
+                name = ElidedLabel(label, body)
                 value = QuantityLabel(key, body)
+                value.setSizePolicy(QSizePolicy.Policy.Minimum, QSizePolicy.Policy.Preferred)
                 grid.addWidget(name, row, 0)
                 grid.addWidget(value, row, 1)
                 self.values[key] = value

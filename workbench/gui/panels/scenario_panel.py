@@ -51,6 +51,7 @@ from workbench.core.scenario import (
     Workload,
 )
 from workbench.gui import theme
+from workbench.gui.elided_label import fit_to_width
 from workbench.gui.controller import ProjectController
 from workbench.gui.panels.model_editor import INVALID_STYLE
 
@@ -404,6 +405,7 @@ class ScenarioPanel(QWidget):
         scroll.setWidgetResizable(True)
         scroll.setWidget(body)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        fit_to_width(scroll, *(form for _, form, _ in self.groups))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)

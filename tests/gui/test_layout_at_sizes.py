@@ -1,0 +1,80 @@
+"""The real window under Xvfb on three screens (1280x800, 1920x1080, 2560x1440), each at 100% and
+150% scaling, on every tab: no value label cut (shortened labels carry their text as a tooltip), no
+table column behind a scrollbar, no table scrolling sideways (catalog tables keep their key columns
+in view), no cell shortened without a tooltip. The checks are in layout_check.py; layout_shots.py
+drives the app and saves a PNG per tab (to ``$WORKBENCH_SCREENSHOT_DIR/layout`` when set).
+
+Skipped where Xvfb is not installed (CI has it: ``apt-get install -y --no-install-recommends xvfb
+libxcb-icccm4 libxcb-keysyms1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QImage
+
+DRIVER = Path(__file__).resolve().parent / "layout_shots.py"
+SCREENS = ((1280, 800), (1920, 1080), (2560, 1440))
+SCALES = ("1", "1.5")
+TABS = ("charts", "out-of-memory", "compare", "sensitivity")
+
+
+@pytest.fixture(scope="module")
+def display():  # type: ignore[no-untyped-def]
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb is not installed")
+    read, write = os.pipe()
+    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "2560x1440x24", "-nolisten", "tcp"],
+                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        number = pipe.readline().strip()
+    if not number:
+        server.kill()
+        pytest.skip("Xvfb did not start")
+    yield f":{number}"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_every_tab_is_readable_at_every_screen_size_and_scale(display: str, tmp_path: Path) -> None:
+    root = Path(os.environ["WORKBENCH_SCREENSHOT_DIR"]) / "layout" if os.environ.get(
+        "WORKBENCH_SCREENSHOT_DIR") else tmp_path
+    runs = [(w, h, scale) for w, h in SCREENS for scale in SCALES]
+    results = {}
+    # Two at a time: each run is mostly waiting on the estimate and the paint.
+    for pair in (runs[i:i + 2] for i in range(0, len(runs), 2)):
+        started = []
+        for w, h, scale in pair:
+            out = root / f"{w}x{h}@{scale}"
+            env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb", "QT_SCALE_FACTOR": scale,
+                   "WORKBENCH_USER_DIR": str(out / "user")}
+            started.append((out, (w, h, scale), subprocess.Popen(
+                [sys.executable, str(DRIVER), str(out), f"{w}x{h}"], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+        for out, key, process in started:
+            log, _ = process.communicate(timeout=120)
+            assert process.returncode == 0, log[-3000:]
+            results[key] = json.loads((out / "layout.json").read_text())
+            for tab in TABS:
+                image = QImage(str(out / f"{tab}.png"))
+                assert not image.isNull(), (key, tab)
+    for (w, h, scale), report in results.items():
+        assert "error" not in report, report
+        assert list(report["shots"]) == list(TABS)
+        logical = [round(w / float(scale)), round(h / float(scale))]
+        assert report["logical"] == logical
+        # The window fits the screen: its minimum size is not larger than the screen.
+        for tab in TABS:
+            assert report["window"][tab] == logical, (w, h, scale, tab, report["window"][tab])
+    problems = {f"{w}x{h} at {float(scale):.0%} {tab}": found
+                for (w, h, scale), report in results.items() for tab, found in report["shots"].items() if found}
+    assert not problems, json.dumps(problems, indent=1)
