@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QRectF
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QAction, QColor, QImage, QPainter
 from PySide6.QtWidgets import QTabWidget
 
 from workbench.api import estimate
@@ -187,3 +187,25 @@ def test_a_long_name_is_cut_short_on_a_narrow_tab(qtbot, chart: KernelChart, ser
     assert chart.plot.getAxis("left").width() <= 0.4 * chart.plot_widget.width() + 12
     row = next(n for n, r in enumerate(chart.phase.rows) if r.name.startswith("norms"))  # type: ignore[union-attr]
     assert "<b>norms, activation, rotary, routing</b>" in chart.bar_tooltip(row)  # the tooltip names it in full
+
+
+def test_the_window_has_a_kernels_tab_that_follows_the_current_estimate(qtbot, settings, catalogs, project) -> None:  # type: ignore[no-untyped-def]
+    from workbench.gui.main_window import MainWindow
+
+    win = MainWindow(settings=settings, catalogs=catalogs, project=project)  # the real engine
+    win.ask_before_discard = False
+    qtbot.addWidget(win)
+    with qtbot.waitSignal(win.estimate_shown, timeout=10000):
+        win.show()
+    actions = {a.objectName(): a for a in win.findChildren(QAction)}
+    assert actions["show_kernels"].shortcut().toString() == "Ctrl+Shift+K"
+    shortcuts = [a.shortcut().toString() for a in win.findChildren(QAction) if not a.shortcut().isEmpty()]
+    assert shortcuts.count("Ctrl+Shift+K") == 1
+    actions["show_kernels"].trigger()
+    chart = win.tabs.kernel_chart
+    assert win.tabs.currentWidget() is chart and win.tabs.tabText(win.tabs.currentIndex()) == "Kernels"
+    assert chart.phase is not None and chart.phase.title == "decode step, 4 sequences" and len(_bars(chart)) == 7
+    with qtbot.waitSignal(win.estimate_shown, timeout=10000):
+        win.controller.set_current("B")  # 70B LoRA fine-tuning: one forward pass, no picker
+    qtbot.waitUntil(lambda: chart.phase is not None and chart.phase.title.startswith("forward"), timeout=10000)
+    assert not chart.phase_picker.isVisible()
