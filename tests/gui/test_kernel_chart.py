@@ -6,6 +6,7 @@ import pytest
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QAction, QColor, QImage, QPainter
 from PySide6.QtWidgets import QTabWidget
+from workbench_performance import kernels_for
 
 from workbench.api import estimate
 from workbench.catalog.resolve import resolve_scenario
@@ -13,7 +14,6 @@ from workbench.core.scenario import Scenario
 from workbench.engine.pipeline import Engine
 from workbench.gui.charts.kernel_chart import BOUND_COLOURS, KernelChart
 from workbench.pluginhost.host import PluginHost
-from workbench_performance import kernels_for
 
 SERVING = {"model": "llama-3.1-8b", "gpu": "h100-sxm", "batch_size": 64}
 MOE = {"model": "deepseek-v3", "gpu": "h200-sxm", "num_gpus": 8, "parallel": {"tp": 8}}

@@ -10,6 +10,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from workbench_performance import kernels_for
 
 from workbench.api import estimate
 from workbench.catalog.resolve import resolve_scenario
@@ -21,7 +22,6 @@ from workbench.pluginhost.host import PluginHost
 from workbench.report.document import ReportRequest
 from workbench.report.kernel_table import MAX_ROWS, add_kernel_table
 from workbench.report.sections import Body
-from workbench_performance import kernels_for
 
 pytestmark = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="poppler-utils is not installed")
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from workbench.kernel_breakdown import SCOPE, PhaseRows, Row, format_ms, format_share, generic_note, step_breakdown
+from workbench.kernel_breakdown import (
+    SCOPE,
+    PhaseRows,
+    Row,
+    format_ms,
+    format_share,
+    generic_note,
+    step_breakdown,
+)
 
 #: Kernel groups listed per phase; the rest are summed into one row.
 MAX_ROWS = 8
@@ -43,7 +51,8 @@ def add_kernel_table(body: Any, estimate: Any) -> None:
     body.intro(f"Kernel groups of the per-operator speed model, longest first; {escape(SCOPE)}. "
                f"Kernel profile: {escape(profile)}.")
     if breakdown.generic:
-        body.intro(f'<span class="bad">{escape(generic_note(estimate.resolved.cluster.accelerator.name))}</span>')
+        note = generic_note(estimate.resolved.cluster.accelerator.name)
+        body.intro(f'<span class="bad">{escape(note)}</span>')
     rows = []
     for phase in breakdown.phases:
         for n, (group, ms, share, bound) in enumerate(_rows(phase)):

@@ -58,7 +58,7 @@ class KernelChart(QWidget):
         self.phase_picker.setObjectName("kernel_phase")
         self.phase_picker.setToolTip("Which pass of the scenario the bars show")
         self.phase_picker.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.phase_picker.currentIndexChanged.connect(self._on_phase)
+        self.phase_picker.currentIndexChanged.connect(self.show_phase)
         # One wrapping label: on a narrow tab the key breaks into lines instead of widening the tab.
         self.key_text = "bound by: " + "  ".join(f"■ {b}" for b in BOUNDS)  # as it reads, for its width
         self.key = QLabel("bound by: " + " ".join(
@@ -164,8 +164,8 @@ class KernelChart(QWidget):
             self.phase_picker.setCurrentIndex(index)
         rows = phase.rows
         ys = list(range(len(rows)))
-        self.bars.setOpts(x0=[0.0] * len(rows), y=ys, width=[r.seconds * 1000.0 for r in rows], height=BAR_HEIGHT,
-                          brushes=[bound_colour(r.bound) for r in rows])
+        self.bars.setOpts(x0=[0.0] * len(rows), y=ys, width=[r.seconds * 1000.0 for r in rows],
+                          height=BAR_HEIGHT, brushes=[bound_colour(r.bound) for r in rows])
         self.plot.setYRange(-0.6, max(len(rows), 1) - 0.4, padding=0)
         while len(self.labels) < len(rows):
             label = pg.TextItem("", anchor=(0, 0.5))
@@ -182,7 +182,8 @@ class KernelChart(QWidget):
             else:
                 label.setText("")
                 label.setVisible(False)
-        self._label_px = max((metrics.horizontalAdvance(self.value_text(n)) for n in ys), default=0.0) + LABEL_GAP + 4
+        widest = max((metrics.horizontalAdvance(self.value_text(n)) for n in ys), default=0.0)
+        self._label_px = widest + LABEL_GAP + 4
         self._layout_labels()
         self.readout.setText(self.summary_text())
 
@@ -216,7 +217,7 @@ class KernelChart(QWidget):
         room = max(60.0, 0.4 * self.plot_widget.width())
         names = [metrics.elidedText(r.name, Qt.TextElideMode.ElideRight, room) for r in rows]
         axis = self.plot.getAxis("left")
-        axis.setWidth(int(math.ceil(max((metrics.horizontalAdvance(n) for n in names), default=20.0))) + 10)
+        axis.setWidth(math.ceil(max((metrics.horizontalAdvance(n) for n in names), default=20.0)) + 10)
         # Crowded rows (a short window, many groups): name every k-th row; hovering names each one.
         step = 1 if fits else math.ceil(text_px / max(row_px, 1.0))
         axis.setTicks([[(i, n) for i, n in enumerate(names) if i % step == 0]])
@@ -236,9 +237,6 @@ class KernelChart(QWidget):
         self.empty.setVisible(True)
         self.readout.setText(" ")
 
-    def _on_phase(self, index: int) -> None:
-        self.show_phase(index)
-
     # --- text ---------------------------------------------------------------------------------
 
     def summary_text(self) -> str:
@@ -255,7 +253,8 @@ class KernelChart(QWidget):
         if phase is None or not 0 <= index < len(phase.rows):
             return ""
         row = phase.rows[index]
-        return (f"<b>{escape(row.name)}</b><br>{escape(format_ms(row.seconds))} in the {escape(phase.title)}<br>"
+        return (f"<b>{escape(row.name)}</b><br>"
+                f"{escape(format_ms(row.seconds))} in the {escape(phase.title)}<br>"
                 f"{row.share:.1%} of the phase's {escape(format_ms(phase.total_s))} of kernels<br>"
                 f"<span style='color:{bound_colour(row.bound).name()}'>■</span> {escape(row.bound)}-bound")
 

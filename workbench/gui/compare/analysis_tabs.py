@@ -43,9 +43,10 @@ class AnalysisTabs(QTabWidget):
         self.compare_view = CompareView(controller, catalogs, engine_source, self)
         self.sensitivity_view = SensitivityView(controller, catalogs, engine_source, self.compare_view, self)
         self.kernel_chart = KernelChart(self)
-        self.pages: dict[str, QWidget] = {"charts": charts, "kernels": self.kernel_chart, "compare": self.compare_view,
-                                          "sensitivity": self.sensitivity_view}
-        titles = {"charts": "Charts", "kernels": "Kernels", "compare": "Compare", "sensitivity": "Sensitivity"}
+        self.pages: dict[str, QWidget] = {"charts": charts, "kernels": self.kernel_chart,
+                                          "compare": self.compare_view, "sensitivity": self.sensitivity_view}
+        titles = {"charts": "Charts", "kernels": "Kernels", "compare": "Compare",
+                  "sensitivity": "Sensitivity"}
         for key, _, shortcut, tip in TABS:
             index = self.addTab(self.pages[key], titles[key])
             self.setTabToolTip(index, f"{tip} ({shortcut})")
