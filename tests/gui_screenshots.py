@@ -9,7 +9,8 @@ Settings go to ``OUTDIR/config`` (``XDG_CONFIG_HOME``), so every run is a first 
 project with its start hint. States: ``fits`` (Llama-3.1-8B on one H100), ``out-of-memory`` (the
 same with 256 concurrent requests), ``roofline-training`` (70B pre-training on 64 H100s, hardware
 panel in front), ``moe-serving`` (Mixtral on two A100s), ``hybrid-state`` (Bamba-9B serving 64 requests: the recurrent state
-beside the KV cache), ``compare`` (the Compare tab), ``sensitivity`` and ``sensitivity-no-panels``
+beside the KV cache), ``kernels`` (the Kernels tab: where the chat scenario's decode step spends
+its time), ``compare`` (the Compare tab), ``sensitivity`` and ``sensitivity-no-panels``
 (the Sensitivity tab with the side panels shown, then hidden) and ``dark`` (a dark palette). The
 window is 1600x1000 unless a size is given. Writes ``screenshots.json`` with the file names and the
 window-ready time.
@@ -56,7 +57,8 @@ class Driver:
         self.files: list[str] = []
         self.ready_s = 0.0
         self.size = SIZE
-        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.hybrid, self.compare,
+        self.steps = [self.fits, self.out_of_memory, self.training, self.moe, self.hybrid, self.kernels,
+                      self.compare,
                       self.sensitivity, self.sensitivity_no_panels, self.dark, self.finish]
         QTimer.singleShot(0, self.attach)
 
@@ -130,6 +132,11 @@ class Driver:
         self._shot("hybrid-state")
         self.window.controller.undo_stack.undo()
         self.window.controller.undo_stack.undo()
+        self.window.tabs.show_page("kernels")
+        self._settle(self._next)
+
+    def kernels(self) -> None:
+        self._shot("kernels")
         self.window.tabs.show_page("compare")
         self._settle(lambda: self._wait_view(self.window.compare_view, self._next))
 

@@ -332,7 +332,7 @@ def test_uncaught_exceptions_are_shown_and_logged_never_fatal(qtbot, monkeypatch
 
 def test_the_guide_lists_every_shortcut_and_tab(window: MainWindow) -> None:
     """Each keyboard shortcut of the window's actions is in the guide's table, and the guide has a
-    section for each tab (Charts, Compare, Sensitivity) and for the report."""
+    section for each tab (Charts, Kernels, Compare, Sensitivity) and for the report."""
     from PySide6.QtGui import QAction, QKeySequence
 
     from workbench.paths import resources_dir
@@ -343,7 +343,7 @@ def test_the_guide_lists_every_shortcut_and_tab(window: MainWindow) -> None:
     assert {"Ctrl+E", "Ctrl+Shift+C", "Ctrl+Z"} <= shortcuts
     missing = sorted(s for s in shortcuts if f"<b>{s}</b>" not in guide)
     assert missing == [], "add these to resources/help/index.html's shortcut table"
-    for anchor in ("charts", "compare", "sensitivity", "report", "files", "plugins", "shortcuts"):
+    for anchor in ("charts", "kernels", "compare", "sensitivity", "report", "files", "plugins", "shortcuts"):
         assert f'id="{anchor}"' in guide
 
 

@@ -17,7 +17,7 @@ import pytest
 from PySide6.QtGui import QImage
 
 DRIVER = Path(__file__).resolve().parents[1] / "gui_screenshots.py"
-STATES = ("fits", "out-of-memory", "roofline-training", "moe-serving", "hybrid-state", "compare", "sensitivity",
+STATES = ("fits", "out-of-memory", "roofline-training", "moe-serving", "hybrid-state", "kernels", "compare", "sensitivity",
           "sensitivity-no-panels", "dark")
 
 

@@ -485,6 +485,7 @@ class MainWindow(QMainWindow):
             self.results_panel.update_outcome(outcome)
             self.memory_chart.update_estimate(estimate)
             self.roofline_chart.update_estimate(estimate)
+            self.tabs.kernel_chart.update_estimate(estimate)
         self.estimate_shown.emit(outcome.generation)
 
     def _on_sweep(self, outcome: SweepOutcome) -> None:

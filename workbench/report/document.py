@@ -38,7 +38,7 @@ SECTIONS: tuple[SectionInfo, ...] = (
         "inputs", "Inputs", "Model architecture, hardware datasheet figures with sources, scenario settings"
     ),
     SectionInfo("memory", "Memory per GPU", "Memory stack chart per scenario, against the GPU's capacity"),
-    SectionInfo("roofline", "Roofline", "Roofline chart per scenario with its operating points"),
+    SectionInfo("roofline", "Roofline", "Roofline chart per scenario with its operating points, and where a step's time goes (kernel groups)"),
     SectionInfo("comparison", "Comparison", "Candidates ranked against the scenarios (needs several)"),
     SectionInfo("sensitivity", "Sensitivity", "Which assumptions move the headline numbers most (tornado)"),
     SectionInfo(

@@ -41,6 +41,7 @@ from workbench.report.charts import (
     TornadoRow,
 )
 from workbench.report.document import SECTIONS, ReportData, SectionInfo
+from workbench.report.kernel_table import add_kernel_table
 
 NOT_RUNNABLE = '<span class="small">— (does not fit as planned)</span>'
 KEEP = "-qt-user-state: 1"  # block user state 1: keep this block on the page of the next one
@@ -739,6 +740,7 @@ def build_roofline(data: ReportData, body: Body) -> None:
                 align=["left", "right", "right", "right", "right", "left"],
                 title=f"Roofline of {e.resolved.scenario.name}",
             )
+        add_kernel_table(body, e)
 
 
 def build_comparison(data: ReportData, body: Body) -> None:

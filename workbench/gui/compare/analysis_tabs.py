@@ -1,5 +1,6 @@
-"""The central area's tabs: the live charts, the accelerator comparison, and the sensitivity
-(tornado) of the current scenario, with the View menu actions that switch between them.
+"""The central area's tabs: the live charts, where a step's time goes (the per-operator kernels),
+the accelerator comparison, and the sensitivity (tornado) of the current scenario, with the View
+menu actions that switch between them.
 
 The compare and sensitivity views compute only while their tab is on screen. A comparison table
 wants width: the button in the tab bar's corner hides the window's side panels and brings back
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import QDockWidget, QTableView, QTabWidget, QToolButton, 
 
 from workbench.engine.pipeline import Engine
 from workbench.gui.catalogs import Catalogs
+from workbench.gui.charts.kernel_chart import KernelChart
 from workbench.gui.compare.compare_view import CompareView
 from workbench.gui.compare.sensitivity_view import SensitivityView
 from workbench.gui.controller import ProjectController
@@ -23,6 +25,8 @@ from workbench.gui.controller import ProjectController
 #: (tab, menu text, shortcut, status tip)
 TABS = (
     ("charts", "&Charts", "Ctrl+Shift+H", "Memory stack, roofline and sweep of the current scenario"),
+    ("kernels", "&Kernels", "Ctrl+Shift+K",
+     "Where a step's time goes: the kernels of the current scenario, how long each takes and what bounds it"),
     ("compare", "C&ompare Accelerators", "Ctrl+Shift+C",
      "Rank accelerators for the scenarios against targets; the cheapest that meets them is recommended"),
     ("sensitivity", "&Sensitivity", "Ctrl+Shift+T",
@@ -38,9 +42,11 @@ class AnalysisTabs(QTabWidget):
         self.setDocumentMode(True)
         self.compare_view = CompareView(controller, catalogs, engine_source, self)
         self.sensitivity_view = SensitivityView(controller, catalogs, engine_source, self.compare_view, self)
-        self.pages: dict[str, QWidget] = {"charts": charts, "compare": self.compare_view,
-                                          "sensitivity": self.sensitivity_view}
-        titles = {"charts": "Charts", "compare": "Compare", "sensitivity": "Sensitivity"}
+        self.kernel_chart = KernelChart(self)
+        self.pages: dict[str, QWidget] = {"charts": charts, "kernels": self.kernel_chart,
+                                          "compare": self.compare_view, "sensitivity": self.sensitivity_view}
+        titles = {"charts": "Charts", "kernels": "Kernels", "compare": "Compare",
+                  "sensitivity": "Sensitivity"}
         for key, _, shortcut, tip in TABS:
             index = self.addTab(self.pages[key], titles[key])
             self.setTabToolTip(index, f"{tip} ({shortcut})")
