@@ -40,7 +40,7 @@ def xvfb_display():  # type: ignore[no-untyped-def]
 
 
 def _distinct_colours(image: QImage) -> int:
-    step = max(1, image.width() // 64)
+    step = max(1, image.width() // 256)  # dense enough to meet the anti-aliased text of any real window
     return len({image.pixel(x, y) for x in range(0, image.width(), step) for y in range(0, image.height(), step)})
 
 
