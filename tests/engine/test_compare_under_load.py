@@ -104,3 +104,17 @@ def test_json_of_a_loaded_comparison_holds_no_nan(eng, loaded) -> None:  # type:
                 assert not (isinstance(value, float) and not math.isfinite(value))
     one = next(r for r in result.rows() if r.scenario == "one-token")
     assert one.values["sim_tpot_p99_s"] is None and one.values["sim_ttft_p99_s"] is not None
+
+
+def test_one_simulation_per_candidate(eng, loaded, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import workbench_performance.serving_simulation as simulation
+
+    runs = []
+    real = simulation._run
+    monkeypatch.setattr(simulation, "_run", lambda *a, **k: runs.append(1) or real(*a, **k))
+    # 70B grows to 2-8 GPUs per candidate (sizing runs many layouts); 211 requests: no cached run.
+    big = loaded.model_copy(update={"model": "llama-3.1-70b", "serving": loaded.serving.model_copy(update={"requests": 211})})
+    candidates = [Candidate("h100-sxm"), Candidate("mi300x"), Candidate("l40s")]
+    result = compare(eng, [big], candidates, resolve_scenario, Targets(max_tpot_s=0.04))
+    assert all(r.values["sim_tpot_p99_s"] is not None for r in result.rows())
+    assert len(runs) == len(candidates)
