@@ -27,6 +27,8 @@ from workbench.engine.compare import (
     Targets,
     format_metric,
     format_usd,
+    has_load,
+    load_words,
 )
 from workbench.engine.solvers import MAX_GPUS
 
@@ -252,9 +254,21 @@ _SHORT = {
 }
 
 
+#: Simulated columns (a scenario with a load): header with its unit, and the scale into that unit.
+_SIM_COLUMNS: dict[str, tuple[str, float]] = {
+    "sim_ttft_p50_s": ("TTFT p50 (s)", 1.0),
+    "sim_ttft_p99_s": ("TTFT p99 (s)", 1.0),
+    "sim_tpot_p50_s": ("TPOT p50 (ms)", 1e3),
+    "sim_tpot_p99_s": ("TPOT p99 (ms)", 1e3),
+    "sim_goodput_rps": ("goodput (req/s)", 1.0),
+}
+
+
 def _cell(metric: str, value: Any) -> str:
     if value is None:
         return "-"
+    if metric in _SIM_COLUMNS:
+        return f"{value * _SIM_COLUMNS[metric][1]:.3g}"
     if metric == "tokens_per_s":
         return f"{value:,.0f}"
     if metric == "tokens_per_kwh":
@@ -266,6 +280,8 @@ def _cell(metric: str, value: Any) -> str:
 def render_scenario(sc: ScenarioComparison, max_gpus: int = MAX_GPUS) -> str:
     s = sc.scenario
     columns = _TRAINING_COLUMNS if s.is_training else _INFERENCE_COLUMNS
+    if has_load(s):
+        columns = (*columns, *_SIM_COLUMNS)
     ranked_by = {"run_usd": "$ of the training run", "usd_per_m_tokens": "$ per million tokens"}[
         sc.cost_metric
     ]
@@ -274,7 +290,10 @@ def render_scenario(sc: ScenarioComparison, max_gpus: int = MAX_GPUS) -> str:
         + (f", {s.train_tokens:.3g} tokens" if s.train_tokens else "")
         + f"; ranked by {ranked_by}"
     ]
-    rows = [["#", "accelerator", *(_SHORT[c] for c in columns), "layout", "verdict"]]
+    if has_load(s):
+        lines.append(f"  under load: {_load_text(s)}; TTFT/TPOT targets judged on the simulated p99")
+    headers = (_SIM_COLUMNS[c][0] if c in _SIM_COLUMNS else _SHORT[c] for c in columns)
+    rows = [["#", "accelerator", *headers, "layout", "verdict"]]
     for r in sc.results:
         layout = f"TP{r.tp} PP{r.pp} DP{r.dp}" if r.fits else "-"
         rows.append(
@@ -296,6 +315,15 @@ def render_scenario(sc: ScenarioComparison, max_gpus: int = MAX_GPUS) -> str:
     else:
         lines.append(f"no recommendation: {sc.why_no_recommendation}")
     return "\n".join(lines)
+
+
+def _load_text(s: Scenario) -> str:
+    sv = s.serving
+    load = load_words(s) if sv.trace is not None else f"{sv.arrival_rate:g} requests/s"
+    if sv.trace is None and sv.arrival_cv != 1.0:
+        load += f" (CV {sv.arrival_cv:g})"
+    count = "" if sv.trace is not None else f"{sv.requests:,} requests, "
+    return f"{count}{load}, {sv.batching.value} batching"
 
 
 def render(comparison: Comparison, max_gpus: int = MAX_GPUS) -> str:

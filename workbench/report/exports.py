@@ -22,11 +22,13 @@ from typing import Any
 from workbench.core.atomic_write import verify_json, write_text
 from workbench.engine.compare import (
     METRICS,
+    SIM_METRICS,
     CandidateResult,
     Comparison,
     Metric,
     ScenarioComparison,
     format_metric,
+    metrics_for,
 )
 
 FORMAT = "gpu-workbench comparison"
@@ -55,9 +57,10 @@ def metric_header(metric: Metric) -> str:
     return f"{metric.title} ({metric.unit})"
 
 
-def csv_columns() -> list[tuple[str, str]]:
-    """(header, field): leading fields by name, metrics by id."""
-    return [(header, name) for name, header in LEADING_COLUMNS] + [(metric_header(m), m.id) for m in METRICS]
+def csv_columns(metrics: tuple[Metric, ...] = METRICS) -> list[tuple[str, str]]:
+    """(header, field): leading fields by name, metrics by id (the simulated ones too when a
+    compared scenario carries a load: :func:`~workbench.engine.compare.metrics_for`)."""
+    return [(header, name) for name, header in LEADING_COLUMNS] + [(metric_header(m), m.id) for m in metrics]
 
 
 def _cell(value: Any) -> str:
@@ -79,11 +82,12 @@ def _flat(result: CandidateResult) -> dict[str, Any]:
 def comparison_csv(comparison: Comparison) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    columns = csv_columns()
+    columns = csv_columns(metrics_for(s.scenario for s in comparison.scenarios))
     writer.writerow([header for header, _ in columns])
     for result in comparison.rows():
         flat = _flat(result)
-        writer.writerow([_cell(flat[name]) for _, name in columns])
+        # A scenario without a load has no simulated values: empty cells, as for unknown.
+        writer.writerow([_cell(flat.get(name)) for _, name in columns])
     return out.getvalue()
 
 
@@ -131,7 +135,7 @@ def _esc(value: Any) -> str:
 def _shown_metrics(comparison: ScenarioComparison) -> list[Metric]:
     workload = "training" if comparison.scenario.is_training else "inference"
     shown = []
-    for metric in METRICS:
+    for metric in metrics_for([comparison.scenario]):
         if metric.id.endswith(("_low", "_high")) or metric.applies not in ("both", workload):
             continue
         if metric.id in (
@@ -268,8 +272,8 @@ def parse_csv(text: str) -> list[dict[str, Any]]:
     """Read :func:`comparison_csv` back: metric columns as floats (or None), flags as bools."""
     reader = csv.reader(io.StringIO(text))
     header = next(reader)
-    by_header = dict(csv_columns())
-    metric_ids = {m.id for m in METRICS if m.unit != "text"}
+    by_header = dict(csv_columns((*METRICS, *SIM_METRICS)))
+    metric_ids = {m.id for m in (*METRICS, *SIM_METRICS) if m.unit != "text"}
     rows: list[dict[str, Any]] = []
     for raw in reader:
         row: dict[str, Any] = {}

@@ -23,6 +23,7 @@ from workbench.core.hardware import Accelerator, Source
 from workbench.core.params import count_parameters
 from workbench.core.scenario import Scenario
 from workbench.core.units import format_count
+from workbench.engine.compare import has_load, load_words
 from workbench.engine.estimate import Estimate
 from workbench.engine.fixes import fix_text
 from workbench.engine.quantity import Quantity
@@ -40,6 +41,7 @@ from workbench.report.charts import (
     TornadoChart,
     TornadoRow,
 )
+from workbench.report import under_load
 from workbench.report.document import SECTIONS, ReportData, SectionInfo
 from workbench.report.kernel_table import add_kernel_table
 
@@ -444,6 +446,9 @@ def build_summary(data: ReportData, body: Body) -> None:
             "its range.",
             cls="small",
         )
+    for estimate in data.estimates:
+        # The tail under the scenario's load, next to the closed-form figures above.
+        under_load.build(estimate, body, named=not single)
     for note in data.notes:
         body.para(_e(note), cls="small")
 
@@ -992,6 +997,7 @@ def _comparison_body(comparison: Any, body: Body) -> None:
         training = sc.scenario.is_training
         metric = sc.cost_metric
         cost_title = "Cost of the run" if metric == "run_usd" else "Cost per M tokens"
+        loaded = has_load(sc.scenario)
         rows = []
         for r in sc.results:
             name = (
@@ -1006,7 +1012,10 @@ def _comparison_body(comparison: Any, body: Body) -> None:
             speed = _metric_range(
                 r, "train_days" if training and r.values.get("train_days") is not None else "tokens_per_s"
             )
-            rows.append((str(r.rank), name, layout, speed, _metric_range(r, metric), _e(r.verdict)))
+            row = [str(r.rank), name, layout, speed, _metric_range(r, metric), _e(r.verdict)]
+            if loaded:
+                row.insert(5, _under_load_cell(r))
+            rows.append(row)
         speed_title = (
             "Time to train"
             if training and any(r.values.get("train_days") is not None for r in sc.results)
@@ -1023,13 +1032,27 @@ def _comparison_body(comparison: Any, body: Body) -> None:
             ),
             keep_with_next=True,
         )
-        body.table(
-            ["#", "Candidate", "GPUs", f"{speed_title} (range)", f"{cost_title} (range)", "Verdict"],
-            rows,
-            widths=[4, 18, 22, 17, 17, 22],
-            align=["right", "left", "left", "left", "left", "left"],
-            title=f"Comparison for {sc.scenario.name}",
-        )
+        header = ["#", "Candidate", "GPUs", f"{speed_title} (range)", f"{cost_title} (range)", "Verdict"]
+        widths, align = [4, 18, 22, 17, 17, 22], ["right", "left", "left", "left", "left", "left"]
+        if loaded:
+            header.insert(5, f"Simulated p99 under {load_words(sc.scenario)}")
+            widths, align = [4, 15, 19, 15, 15, 14, 18], [*align[:5], "left", "left"]
+        body.table(header, rows, widths=widths, align=align, title=f"Comparison for {sc.scenario.name}")
+
+
+def _under_load_cell(result: Any) -> str:
+    """TTFT and TPOT p99 and goodput of a candidate under the scenario's load (HTML)."""
+    values = result.values
+    if values.get("sim_ttft_p99_s") is None:
+        return "—"
+    lines = [
+        f"TTFT {format_metric_safe('sim_ttft_p99_s', values.get('sim_ttft_p99_s'))}",
+        f"TPOT {format_metric_safe('sim_tpot_p99_s', values.get('sim_tpot_p99_s'))}",
+    ]
+    goodput = values.get("sim_goodput_rps")
+    if isinstance(goodput, (int, float)):
+        lines.append(f'<span class="small">goodput {goodput:.3g} req/s</span>')
+    return "<br>".join(lines)
 
 
 def _metric_range(result: Any, metric: str) -> str:

@@ -63,6 +63,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("layout", "Layout\nTP×PP×DP", "Parallel layout the sizing chose"),
     Column("ttft", "TTFT\n(ms)", "Time to first token", "ttft_s", _ms),
     Column("tpot", "TPOT\n(ms)", "Time per output token", "tpot_s", _ms),
+    # Simulated under the scenario's load (an arrival rate or a trace): hidden without one (no values).
+    Column("sim_ttft_p99", "TTFT p99\nunder load (ms)", "Simulated 99th-percentile TTFT under the load",
+           "sim_ttft_p99_s", _ms),
+    Column("sim_tpot_p99", "TPOT p99\nunder load (ms)", "Simulated 99th-percentile TPOT under the load",
+           "sim_tpot_p99_s", _ms),
+    Column("sim_goodput", "Goodput\n(req/s)", "Simulated requests per second that meet the targets",
+           "sim_goodput_rps"),
     Column("tokens_per_s", "Tokens/s", "Tokens per second on all the GPUs", "tokens_per_s"),
     Column("train_days", "Train\n(days)", "Days to train on the scenario's tokens", "train_days"),
     Column("price", "Price\n($/GPU-h)", "Rental price per GPU-hour used for the costs. Double-click (or type) "
