@@ -72,7 +72,9 @@ def show_when_drawn(window: MainWindow) -> None:
 
     window.estimate_shown.connect(lambda *_: arrived("estimate"))
     window.sweep_shown.connect(lambda *_: arrived("sweep"))
-    QTimer.singleShot(FIRST_PAINT_WAIT_MS, show)
+    # The window is the timer's context: a window closed (deleted) before the wait ends takes the
+    # timer with it, instead of the callback touching a deleted C++ object.
+    QTimer.singleShot(FIRST_PAINT_WAIT_MS, window, show)
 
 
 def run_app(argv: Sequence[str] = ()) -> int:
@@ -90,5 +92,5 @@ def run_app(argv: Sequence[str] = ()) -> int:
     show_when_drawn(window)
     tune_garbage_collector()
     # After a crash or a kill: offer the unsaved work autosave kept (once the window is on screen).
-    QTimer.singleShot(0, lambda: window.offer_recoveries(quiet=True))
+    QTimer.singleShot(0, window, lambda: window.offer_recoveries(quiet=True))
     return app.exec()

@@ -200,7 +200,7 @@ class EstimateRunner(QObject):
         if outcome.estimate is not None:
             # The sweep waits until the charts have painted this estimate: it would otherwise
             # compete with them for the interpreter while the user watches.
-            QTimer.singleShot(SWEEP_DELAY_MS, lambda: self._start_sweep(outcome.generation))
+            QTimer.singleShot(SWEEP_DELAY_MS, self, lambda: self._start_sweep(outcome.generation))
 
     def _start_sweep(self, generation: int) -> None:
         request = self._sweep_request

@@ -403,7 +403,7 @@ class MainWindow(QMainWindow):
         if self._default_state is None:
             self._default_state = QByteArray()
             # Docks take sizes only once the window is laid out: after this event.
-            QTimer.singleShot(0, self._first_layout)
+            QTimer.singleShot(0, self, self._first_layout)
 
     def _first_layout(self) -> None:
         if not self._layout_restored:
