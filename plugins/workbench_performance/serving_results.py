@@ -31,7 +31,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
     warnings: list[Warning] = []
     b, s, gen = sc.batch_size, inp.seq_len, inp.gen_len
     policy = _policy(inp)
-    mfu_note = " (--mfu replaces perf.matmul_efficiency)" if sc.mfu is not None else ""
+    mfu_note = " (--mfu replaces every kernel's compute efficiency)" if sc.mfu is not None else ""
 
     if want("performance.ttft_s"):
         v["performance.ttft_s"] = q(

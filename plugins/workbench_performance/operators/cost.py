@@ -140,7 +140,10 @@ def pass_kernels(
     fill = np.minimum(rows / prof.tile_m, 1.0)
     k_half, n_half = prof.half_widths(dtype)
     # a grouped expert GEMM with few rows per expert runs below a plain one of as many rows in all
-    per_expert = np.where(ga.expert, rows / (rows + prof.gemm_half_m), 1.0)
+    # (measured from gemm_group_rows_min rows per expert up: held at that value below, where the
+    # tile fill already charges the empty rows)
+    grouped = np.maximum(rows, prof.gemm_group_rows_min)
+    per_expert = np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
     eff = eff_max * fill * per_expert * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
     t_comp = flops / (peak_flops * eff)
     t_mem = nbytes / bw

@@ -227,6 +227,7 @@ def derive() -> dict:
     # best-shape row can (a grouped GEMM of 256 rows per expert runs at 2/3 of the rate of 4,096
     # rows per expert); carried over to the architectures and dtypes without such a table.
     m_half = statistics.median(f["m_half"] for f in fits.values())
+    group_rows_min = float(min(s["m"] for rows in shapes.values() for s in rows if s["g"] > 1))
     pooled_bw = statistics.median(b for b, _ in bandwidths.values() if b is not None)
     profiles = []
     attention_done = {}
@@ -308,6 +309,7 @@ def derive() -> dict:
             **({"gpu_gemm_efficiency": p["per_gpu"]} if p["per_gpu"] else {}),
             "tile_m": TILE_M,
             "gemm_half_m": m_half,
+            "gemm_group_rows_min": group_rows_min,
             "gemm_half_k": {dt: h[0] for dt, h in p["halves"].items()},
             "gemm_half_n": {dt: h[1] for dt, h in p["halves"].items()},
             "bandwidth_efficiency": p["bw"],
@@ -322,6 +324,8 @@ def derive() -> dict:
                 "tile_m": "modelling choice: the smallest M-tile of Hopper/CDNA GEMM kernels (64 rows); DeepGEMM's 64-row shapes are its smallest",
                 "gemm_half_m": "rows per expert at which a grouped (MoE) GEMM runs at half efficiency: the Hopper FP8 fit "
                                "(DeepGEMM's grouped shapes, data/kernels/gemm.yaml), the only grouped table; carried over",
+                "gemm_group_rows_min": "the fewest rows per expert among those grouped shapes; below it the factor "
+                                       "is held (no extrapolation) and the tile fill charges the empty rows",
                 "gemm_half_k": "the GEMM fit of this architecture and dtype; 0 (no thin-matrix factor) where it has none",
                 "gemm_half_n": "see gemm_half_k",
                 "bandwidth_efficiency": p["bw_note"],
@@ -343,6 +347,7 @@ def render(result: dict) -> str:
         "gemm_efficiency": {"bf16": 0.6, "fp8": 0.6},
         "tile_m": TILE_M,
         "gemm_half_m": 128.0,
+        "gemm_group_rows_min": 256.0,
         "gemm_half_k": {"bf16": 0.0, "fp8": 0.0},
         "gemm_half_n": {"bf16": 0.0, "fp8": 0.0},
         "bandwidth_efficiency": 0.8,
@@ -353,7 +358,7 @@ def render(result: dict) -> str:
         "elementwise_kernels_per_layer": ELEMENTWISE_KERNELS,
         "partial": [],
         "sources": {name: "no kernel data: a round figure below every measured architecture, flagged on every estimate"
-                    for name in ("gemm_efficiency", "tile_m", "gemm_half_m", "gemm_half_k", "gemm_half_n", "bandwidth_efficiency",
+                    for name in ("gemm_efficiency", "tile_m", "gemm_half_m", "gemm_group_rows_min", "gemm_half_k", "gemm_half_n", "bandwidth_efficiency",
                                  "min_kernel_s", "attention_efficiency", "attention_half_seq",
                                  "attention_backward_ratio", "elementwise_kernels_per_layer")},
     }

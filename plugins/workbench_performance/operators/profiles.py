@@ -35,7 +35,10 @@ class KernelProfile(BaseModel):
     gpu_gemm_efficiency: dict[str, dict[str, float]] = Field(
         default_factory=dict, description="Accelerators with GEMM measurements of their own: their efficiencies."
     )
-    gemm_half_m: float = Field(ge=0, description="Rows at which a GEMM runs at half its large-GEMM efficiency.")
+    gemm_half_m: float = Field(ge=0, description="Rows per expert at which a grouped GEMM runs at half efficiency.")
+    gemm_group_rows_min: float = Field(
+        ge=1, description="Fewest rows per expert the grouped-GEMM data measured (the factor is held below it)."
+    )
     gemm_half_k: dict[str, float] = Field(description="Per dtype: reduction width at which a thin GEMM runs at half efficiency.")
     gemm_half_n: dict[str, float] = Field(description="Per dtype: output width at which a thin GEMM runs at half efficiency.")
     bandwidth_efficiency: float = Field(**_FRACTION, description="Achieved fraction of peak memory bandwidth.")
@@ -78,6 +81,7 @@ _SOURCED = (
     "gemm_efficiency",
     "tile_m",
     "gemm_half_m",
+    "gemm_group_rows_min",
     "gemm_half_k",
     "gemm_half_n",
     "bandwidth_efficiency",
