@@ -116,14 +116,17 @@ def pass_kernels(
     replaces both compute efficiencies outright.
     """
     graph = ga.graph
+    st = _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts)
     bw = bandwidth * min(prof.bandwidth_efficiency * bandwidth_scale, 1.0)
     eff_max = gemm_override or min(prof.gemm_efficiency_for(dtype) * gemm_scale, 1.0)
     att_max = gemm_override or min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
     floor = prof.min_kernel_s
-    t = np.asarray(tokens, dtype=float)  # () or (points,)
-    t_col = t[..., None]  # against the GEMM groups
-    rows = np.where(ga.head, np.asarray(prompts, dtype=float)[..., None], t_col)
-    touched = np.ones_like(ga.n)
+    array = isinstance(tokens, np.ndarray)
+    t_col = tokens[..., None] if array else tokens  # against the GEMM groups
+    rows = np.where(ga.head, np.asarray(prompts, dtype=float)[..., None], t_col) if st.head else (
+        t_col * st.ones
+    )
+    count = ga.count
     if graph.num_experts:
         # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
         # the experts they touch (uniform routing) each get rows / touched of them.
@@ -132,79 +135,70 @@ def pass_kernels(
         touched_experts = np.maximum(graph.local_experts * share, 1e-9)
         # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.
         rows = np.where(ga.expert, load_imbalance * routed / touched_experts, rows)
-        touched = np.where(ga.expert, share, 1.0)
-    count = ga.count * touched
-    wbytes = np.where(ga.expert, expert_weight_bytes or weight_bytes, weight_bytes)
-    flops = 2.0 * rows * ga.n * ga.k * count
-    nbytes = (ga.n * ga.k * wbytes + rows * (ga.k + ga.n) * act_bytes) * count
-    fill = np.minimum(rows / prof.tile_m, 1.0)
-    k_half, n_half = prof.half_widths(dtype)
-    # a grouped expert GEMM with few rows per expert runs below a plain one of as many rows in all
-    # (measured from gemm_group_rows_min rows per expert up: held at that value below, where the
-    # tile fill already charges the empty rows)
-    grouped = np.maximum(rows, prof.gemm_group_rows_min)
-    per_expert = np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
-    eff = eff_max * fill * per_expert * ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half)
-    t_comp = flops / (peak_flops * eff)
-    t_mem = nbytes / bw
-    t_lat = ga.kernels * floor + 0.0 * t_col
-    t_gemm = np.maximum(t_comp, t_mem) + t_lat
+        count = ga.count * np.where(ga.expert, share, 1.0)
+    flops = rows * st.two_nk * count
+    nbytes = (st.w_nk + rows * st.act_kn) * count
+    fill = np.minimum(rows * (1.0 / prof.tile_m), 1.0)
+    if graph.num_experts:
+        # a grouped expert GEMM with few rows per expert runs below a plain one of as many rows in
+        # all (measured from gemm_group_rows_min rows per expert up: held at that value below,
+        # where the tile fill already charges the empty rows)
+        grouped = np.maximum(rows, prof.gemm_group_rows_min)
+        fill = fill * np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
+    t_comp = flops / ((peak_flops * eff_max) * fill * st.thin)
+    t_mem = nbytes * (1.0 / bw)
+    core = np.maximum(t_comp, t_mem)
     comp_b = t_comp >= t_mem
-    memory = (np.maximum(t_comp, t_mem) * ~comp_b).sum(axis=-1)
+    gemm_core = core.sum(axis=-1)
     compute = (t_comp * comp_b).sum(axis=-1)
-    latency = t_lat.sum(axis=-1)
+    memory = gemm_core - compute
+    latency = st.gemm_latency * floor
 
     # Attention kernels (one per attention layer of the stage). The FLOPs are the whole score
     # square, as PyTorch counts them. A fused (flash) kernel skips the masked half of a causal
     # prompt's square -- the kernel benchmarks behind the profile count only the unmasked half --
     # at the profile's attention efficiency; an eager attention computes the whole square as two
     # batched GEMMs at GEMM efficiency and writes, softmaxes and re-reads the score matrices.
-    layers = graph.attention_layers / ga.pp
-    ctx = np.asarray(context, dtype=float)
-    a_flops = np.asarray(attention_flops, dtype=float)
-    a_mem = np.asarray(attention_bytes, dtype=float) / bw
+    # (Plain Python numbers for one configuration, arrays for many: the same expressions.)
+    layers = st.attention_layers
+    ctx, a_flops = context, attention_flops
+    a_mem = attention_bytes / bw
     if eager:
-        a_eff = eff_max * np.minimum(ctx / prof.tile_m, 1.0)
+        a_eff = eff_max * _min(ctx / prof.tile_m, 1.0)
         a_comp = a_flops / (peak_flops * a_eff)
-        scores = layers * graph.heads * np.asarray(square_prompts, dtype=float) * ctx * ctx
+        scores = layers * graph.heads * square_prompts * ctx * ctx
         a_mem = a_mem + scores * 4.0 * act_bytes / bw  # write, softmax read + write, read for P V
     else:
         a_eff = att_max * ctx / (ctx + prof.attention_half_seq)
         # the unmasked share of the FLOPs: square prompts run half of their square
-        square = (np.asarray(square_prompts, dtype=float) > 0) * float(graph.causal)
+        square = (np.asarray(square_prompts) > 0) * st.causal if isinstance(square_prompts, np.ndarray) else (
+            float(square_prompts > 0) * st.causal
+        )
         a_comp = a_flops * (1.0 - 0.5 * square) / (peak_flops * a_eff)
     a_lat = layers * floor
-    a_core = np.maximum(a_comp, a_mem)
+    a_core = _max(a_comp, a_mem)
     t_att = a_core + a_lat
     a_is_comp = a_comp >= a_mem
 
     # Memory-bound kernels: per layer two fused residual-add + norm (read x and the residual,
     # write both), the MLP activation (read gate and up, write one), rotary on q and k; per MoE
-    # layer router top-k, permutation and un-permutation of the routed copies.
-    g = graph
-    per_token = (
-        g.layers * 2 * 4 * g.hidden + g.layers * 3 * g.ffn_width + g.attention_layers * 2 * g.qk_width
-    ) * act_bytes
-    per_token += g.moe_layers * 4 * g.top_k * g.hidden * act_bytes
-    if casts:
-        # 8-bit GEMMs whose inputs arrive in 16 bits: a quantize kernel per GEMM input reads
-        # the 16-bit activations and writes the 8-bit copy (Transformer Engine's cast kernels).
-        per_token += float((ga.k * ga.count * np.where(ga.expert, g.top_k / max(g.local_experts, 1e-9), 1.0)).sum()) * ga.pp * (act_bytes + 1.0)
-    e_kernels = (g.layers * prof.elementwise_kernels_per_layer + g.moe_layers * 4) / ga.pp
-    if casts:
-        e_kernels = e_kernels + float(ga.kernels.sum())
-    e_mem = t * per_token / ga.pp / bw
-    e_lat = e_kernels * floor
+    # layer router top-k, permutation and un-permutation of the routed copies (and FP8 casts).
+    e_mem = tokens * st.elementwise_bytes_per_token / bw
+    e_lat = st.elementwise_kernels * floor
     t_elem = e_mem + e_lat
 
-    memory = memory + a_core * ~a_is_comp + e_mem
+    memory = memory + a_core * (1 - a_is_comp) + e_mem
     compute = compute + a_core * a_is_comp
     latency = latency + a_lat + e_lat
+    t_gemm = core + ga.kernels * floor
+    if array:  # every figure per configuration, also those that do not vary with the tokens
+        zeros = np.zeros_like(tokens, dtype=float)
+        memory, compute, latency, t_att = memory + zeros, compute + zeros, latency + zeros, t_att + zeros
     out = PassKernels(
         _plain(memory),
         _plain(compute),
         _plain(latency),
-        _plain(t_gemm.sum(axis=-1)),
+        _plain(gemm_core + st.gemm_latency * floor),
         _plain(t_att),
         _plain(t_elem),
         _plain(flops.sum(axis=-1)),
@@ -213,12 +207,79 @@ def pass_kernels(
         names = ga.names
         listed = []
         for i, name in enumerate(names):
-            bound = _bound(comp_b[..., i], t_comp[..., i], t_mem[..., i], t_lat[..., i])
+            bound = _bound(comp_b[..., i], t_comp[..., i], t_mem[..., i], ga.kernels[i] * floor)
             listed.append((name, _plain(t_gemm[..., i]), bound))
         listed.append(("attention", _plain(t_att), _bound(a_is_comp, a_comp, a_mem, a_lat)))
         listed.append(("norms, activation, rotary, routing", _plain(t_elem), _bound(False, 0.0, e_mem, e_lat)))
         out.rows = tuple(listed)
     return out
+
+
+def _max(a, b):  # noqa: ANN001, ANN202
+    return np.maximum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else max(a, b)
+
+
+def _min(a, b):  # noqa: ANN001, ANN202
+    return np.minimum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else min(a, b)
+
+
+@dataclass(slots=True)
+class _Static:
+    """What a pass's kernel costs need that does not change with its token counts (built once per
+    model layout, profile and precision: a sweep or a serving curve reuses it)."""
+
+    head: bool  # an output head whose rows differ from the tokens' (prefill: one per prompt)
+    ones: np.ndarray
+    two_nk: np.ndarray  # 2 N K: FLOPs per row of each group
+    w_nk: np.ndarray  # weight bytes of each group
+    act_kn: np.ndarray  # activation bytes per row of each group
+    thin: np.ndarray  # thin-matrix factor of each group
+    gemm_latency: float  # GEMM kernel launches of a stage (x the profile's kernel latency)
+    attention_layers: float
+    causal: float
+    elementwise_bytes_per_token: float  # per stage
+    elementwise_kernels: float  # per stage
+
+
+_STATIC: dict[tuple, tuple[object, _Static]] = {}
+
+
+def _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts) -> _Static:  # noqa: ANN001
+    key = (id(ga), id(prof), dtype, weight_bytes, expert_weight_bytes, act_bytes, casts)
+    hit = _STATIC.get(key)
+    if hit is not None and hit[0] is ga:
+        return hit[1]
+    g = ga.graph
+    k_half, n_half = prof.half_widths(dtype)
+    wbytes = np.where(ga.expert, expert_weight_bytes or weight_bytes, weight_bytes)
+    per_token = (
+        g.layers * 2 * 4 * g.hidden + g.layers * 3 * g.ffn_width + g.attention_layers * 2 * g.qk_width
+    ) * act_bytes
+    per_token += g.moe_layers * 4 * g.top_k * g.hidden * act_bytes
+    kernels = (g.layers * prof.elementwise_kernels_per_layer + g.moe_layers * 4) / ga.pp
+    if casts:
+        # 8-bit GEMMs whose inputs arrive in 16 bits: a quantize kernel per GEMM input reads
+        # the 16-bit activations and writes the 8-bit copy (Transformer Engine's cast kernels).
+        routed = np.where(ga.expert, g.top_k / max(g.local_experts, 1e-9), 1.0)
+        per_token += float((ga.k * ga.count * routed).sum()) * ga.pp * (act_bytes + 1.0)
+        kernels += float(ga.kernels.sum())
+    static = _Static(
+        head=bool(ga.head.any()),
+        ones=np.ones_like(ga.n),
+        two_nk=2.0 * ga.n * ga.k,
+        w_nk=ga.n * ga.k * wbytes,
+        act_kn=(ga.k + ga.n) * act_bytes,
+        thin=ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half),
+        gemm_latency=float(ga.kernels.sum()),
+        attention_layers=g.attention_layers / ga.pp,
+        causal=float(g.causal),
+        elementwise_bytes_per_token=per_token / ga.pp,
+        elementwise_kernels=kernels,
+    )
+    if len(_STATIC) > 512:
+        _STATIC.clear()
+    _STATIC[key] = (ga, static)
+    return static
 
 
 def _bound(is_compute, t_comp, t_mem, t_lat) -> str:  # noqa: ANN001
