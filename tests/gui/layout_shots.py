@@ -6,7 +6,8 @@ list what cannot be read (tests/gui/layout_check.py). Run under a display::
 The size is the screen's in device pixels: at 150% a 1920x1080 screen gives the window 1280x720
 logical pixels, as its user sees it. The window fills the screen (as maximized). States: ``charts``
 (the sample's first scenario, Scenario panel in front), ``out-of-memory`` (256 requests: the fixes at
-the top of Results, Model panel in front), ``compare`` (Hardware panel in front) and ``sensitivity``.
+the top of Results, Model panel in front), ``kernels`` (the Kernels tab), ``compare`` (Hardware panel
+in front) and ``sensitivity``.
 Writes ``layout.json``: {"size", "logical", "shots": {state: [problems]}}.
 """
 
@@ -32,7 +33,7 @@ class Driver:
     def __init__(self, app: QApplication, out: Path, size: tuple[int, int]) -> None:
         self.app, self.out, self.size = app, out, size
         self.report: dict[str, object] = {"size": list(size), "shots": {}}
-        self.steps = [self.charts, self.out_of_memory, self.compare, self.sensitivity, self.finish]
+        self.steps = [self.charts, self.out_of_memory, self.kernels, self.compare, self.sensitivity, self.finish]
         QTimer.singleShot(0, self.attach)
 
     def attach(self) -> None:
@@ -98,6 +99,11 @@ class Driver:
     def out_of_memory(self) -> None:
         self._shot("out-of-memory")
         self.window.controller.undo_stack.undo()
+        self.window.tabs.show_page("kernels")
+        self._settle(self._next)
+
+    def kernels(self) -> None:
+        self._shot("kernels")
         self.window.docks["hardware_dock"].raise_()
         self.window.tabs.show_page("compare")
         self._settle(lambda: self._wait_view(self.window.compare_view, self._next))

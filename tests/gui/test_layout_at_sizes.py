@@ -23,7 +23,7 @@ from PySide6.QtGui import QImage
 DRIVER = Path(__file__).resolve().parent / "layout_shots.py"
 SCREENS = ((1280, 800), (1920, 1080), (2560, 1440))
 SCALES = ("1", "1.5")
-TABS = ("charts", "out-of-memory", "compare", "sensitivity")
+TABS = ("charts", "out-of-memory", "kernels", "compare", "sensitivity")
 
 
 @pytest.fixture(scope="module")
