@@ -95,3 +95,15 @@ def test_a_run_for_other_keys_skips_the_simulation_and_one_for_a_key_reads_as_th
     assert engine().run(loaded, wanted=(key,)).get(key) == engine().run(loaded).get(key) > 0
     bare = resolve(make_scenario(**BASE))
     assert engine().run(bare, wanted=(key,)).values[key].note == engine().run(bare).values[key].note
+
+
+def test_one_token_requests_have_no_tpot_and_raise_no_numpy_warning() -> None:
+    """Requests of one output token have no time per output token: the TPOT keys are empty with
+    the reason, and numpy's all-NaN warnings never reach the user (the CLI prints warnings)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = estimate(model="llama-3.1-8b", gpu="h100-sxm", gen_len=1, serving={"arrival_rate": 1.0})
+    assert est.get("performance.sim.tpot_p50_s") is None and est.get("performance.sim.tpot_mean_s") is None
+    assert est.get("performance.sim.ttft_p50_s") > 0

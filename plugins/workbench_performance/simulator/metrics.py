@@ -8,6 +8,8 @@ percentiles and counts as meeting a TPOT target.
 
 from __future__ import annotations
 
+import warnings
+
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -63,13 +65,17 @@ class SimulationResult:
         ttft, e2e, tpot = self.ttft_s, self.e2e_s, self.tpot_s
         out: dict[str, np.ndarray] = {}
         for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e), ("max_gap", self.max_gap_s)):
-            # nanpercentile is much slower; only TPOT of one-token requests can be nan.
+            # nanpercentile is much slower; only TPOT of one-token requests can be nan. A run whose
+            # requests all have one output token has no TPOT at all: nan, which the keys report as
+            # empty with the reason -- numpy's "empty slice" warnings would reach the user as noise.
             gaps = np.isnan(x).any()
-            pct = (np.nanpercentile if gaps else np.percentile)(x, PERCENTILES, axis=1)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                pct = (np.nanpercentile if gaps else np.percentile)(x, PERCENTILES, axis=1)
+                mean = np.nanmean(x, axis=1) if gaps else x.mean(axis=1)
             for q, row in zip(PERCENTILES, pct, strict=True):
                 out[f"{name}_p{q}_s"] = row
-            with np.errstate(invalid="ignore"):
-                out[f"{name}_mean_s"] = np.nanmean(x, axis=1) if gaps else x.mean(axis=1)
+            out[f"{name}_mean_s"] = mean
         start = self.arrival_s.min(axis=1)
         end = self.finish_s.max(axis=1)
         duration = end - start
