@@ -53,7 +53,7 @@ def curve_for(estimate: Any, batches: Iterable[int]) -> list[ServePoint]:
     (prompt and output length, parallel layout, serving options) is the scenario's.
     """
     src = Source.of(estimate)
-    central, _, _ = efficiencies(src.assumptions, training=False, mfu=src.scenario.mfu, narrow=src.narrow)
+    central, _, _ = efficiencies(src.assumptions, training=False, mfu=src.scenario.mfu)
     return throughput_latency_curve(inference_inputs(src), batches, central)
 
 

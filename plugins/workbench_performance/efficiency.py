@@ -221,17 +221,15 @@ def _clamp(ident: str, value: float) -> float:
 
 
 def efficiencies(
-    assumptions: AssumptionSet, *, training: bool, mfu: float | None = None, narrow: bool = False
+    assumptions: AssumptionSet, *, training: bool, mfu: float | None = None
 ) -> tuple[Efficiency, Efficiency, Efficiency]:
     """(central, pessimistic, optimistic) efficiencies from the scenario's assumption values.
 
     Only the assumptions a workload of this kind depends on are read (and so listed as used);
     the others keep their defaults. ``mfu`` (the scenario's override) replaces the compute
     efficiency of every kernel in all three: the user has said how fast they run, so that part
-    carries no range of ours. ``narrow`` is accepted for callers that pass it; the profiles hold
-    their 8-bit efficiencies per dtype.
+    carries no range of ours. (The profiles hold their 8-bit efficiencies per dtype.)
     """
-    del narrow
     ids = _READ[training]
     return _resolve(tuple(_from(ids, assumptions.read(ids))), mfu)
 
@@ -258,9 +256,8 @@ def _resolve(central_values: tuple[float, ...], mfu: float | None) -> tuple[Effi
     return Efficiency(*central, mfu=mfu), Efficiency(*low, mfu=mfu), Efficiency(*high, mfu=mfu)
 
 
-def assumption_ids(*, training: bool, narrow: bool = False) -> tuple[str, ...]:
+def assumption_ids(*, training: bool) -> tuple[str, ...]:
     """The assumption ids a performance figure of this kind depends on (for ``Quantity.assumptions``)."""
-    del narrow
     if training:
         return (MATMUL, BANDWIDTH, TP_OVERLAP, DP_OVERLAP, EP_OVERLAP, IMBALANCE, LINK, ALPHA_INTRA, ALPHA_INTER)
     return (MATMUL, BANDWIDTH, IMBALANCE, STEP_OVERHEAD, LINK, ALPHA_INTRA, ALPHA_INTER)

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 
 from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
-from workbench_performance.model_constants import WeightElements, touched_fraction
 from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
 from workbench_performance.operators.profiles import KernelProfile
 
@@ -46,22 +45,16 @@ from workbench_performance.operators.profiles import KernelProfile
 class InferenceInputs:
     """What the serving model needs, per GPU of one replica (one pipeline stage); batch-independent.
 
-    Work is split into the weight matmuls (bytes: weights and activations; FLOPs: 2 per weight
-    and token) and attention (bytes: the KV cache a decode step reads; FLOPs: Q K^T and P V),
-    because the two run as separate kernels: a step costs the sum of their roofline times, not
-    the roofline time of their sum.
+    The GEMMs of a pass come from the kernel graph (``ops``); what the graph does not hold is
+    the attention work (FLOPs: Q K^T and P V; bytes: the KV cache a decode step reads), which the
+    compute and memory plugins count exactly and is carried here per sequence.
     """
 
     peak_flops: float  # FLOP/s of one GPU at the compute dtype
     bandwidth: float  # B/s of one GPU's memory
-    weights: WeightElements
     weight_bytes: float  # bytes per stored weight element
-    matmul_flops_decode: float  # per token of a decode step
-    matmul_flops_prompt: float  # per prompt (seq_len tokens; output head on the last position)
-    decode_act_bytes: float  # per token of a decode step: activations the matmuls read and write
     decode_kv_bytes: float  # per sequence of a decode step: the KV cache read at the average context
     decode_attention_flops: float  # per sequence of a decode step
-    prompt_act_bytes: float  # per prompt: activations and KV-cache writes
     prompt_attention_flops: float  # per prompt
     model_decode_flops_per_seq: float  # whole model, one sequence, one decode step
     model_prefill_flops_per_seq: float  # whole model, one prompt
@@ -95,13 +88,6 @@ class InferenceInputs:
     #: bytes per routed-expert weight element when the checkpoint stores them apart (gpt-oss:
     #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
     expert_weight_bytes: float = 0.0
-
-    def weight_bytes_read(self, tokens: float, *, decode: bool) -> float:
-        """Weights one stage reads in a pass over ``tokens`` tokens (MoE: the experts they touch)."""
-        w = self.weights
-        experts = w.experts * touched_fraction(w, tokens, self.ep) if w.experts else 0.0
-        dense = (w.decode_dense if decode else w.dense) * self.weight_bytes
-        return (dense + experts * (self.expert_weight_bytes or self.weight_bytes)) / self.pp
 
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to

@@ -19,7 +19,6 @@ from workbench.core.scenario import AttentionKernel, FinetuneMethod, Offload, Pi
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.quantity import Quantity
 from workbench_performance.communication import CommLayout, Link, group_link
-from workbench_performance.efficiency import NARROW_DTYPES
 from workbench_performance.inference import InferenceInputs
 from workbench_performance.model_constants import (
     OPTIMIZER_BYTES,
@@ -75,11 +74,6 @@ class Source:
         quantity = self.values.get("roofline.compute_dtype")
         return str(quantity.value) if quantity is not None else self.scenario.dtype.value
 
-    @property
-    def narrow(self) -> bool:
-        """The matmuls run in an 8-bit or narrower dtype (the compute plugin's roofline.compute_dtype)."""
-        quantity = self.values.get("roofline.compute_dtype")
-        return quantity is not None and quantity.value in NARROW_DTYPES
 
     def number(self, key: str) -> float | None:
         quantity = self.values.get(key)
@@ -177,10 +171,10 @@ _WEIGHT_BYTES: dict[tuple[object, ...], float] = {}
 def inference_inputs(source: Any) -> InferenceInputs:
     """Serving-model inputs of a scenario (an EstimateContext or an Estimate).
 
-    The compute plugin's per-GPU roofline at the scenario's batch ``B`` is split exactly into
-    weights (read once per pass), the per-token matmul FLOPs (2 per weight element a token
-    multiplies) and the per-sequence rest; the KV cache read per sequence comes from the memory
-    plugin's bytes per token at the average decode context, sharded like the K/V heads.
+    The compute plugin's FLOPs at the scenario's batch ``B`` are split exactly into the matmul
+    FLOPs the kernel graph runs (2 per weight element a token multiplies) and the attention rest,
+    per sequence; the KV cache read per sequence comes from the memory plugin's bytes per token
+    at the average decode context, sharded like the K/V heads.
     """
     src = Source.of(source)
     sc, arch, gpu, node = src.scenario, src.model, src.cluster.accelerator, src.cluster.node
@@ -190,7 +184,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
     w = weight_elements(arch, tp, ep)
     wb = _weight_bytes(sc)
     (
-        peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops, pre_bytes,
+        peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops,
         model_decode, model_prefill, max_concurrency,
     ) = src.numbers(_INFERENCE_NUMBERS)  # fmt: skip
     peak = (peak_tflops or 0.0) * 1e12
@@ -202,7 +196,6 @@ def inference_inputs(source: Any) -> InferenceInputs:
     own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
     experts = w.experts * (ewb or wb) / pp
-    pre_weights = w.dense * wb / pp + experts * touched_fraction(w, b * s, ep)
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
 
     mm_decode = 2.0 * matmul_elements_per_token(w, decode=True) / pp
@@ -214,21 +207,15 @@ def inference_inputs(source: Any) -> InferenceInputs:
     context = s + 0.5 * g
     kv_seq = min(kv_token * context / (kv_split * pp), dec_seq_bytes)
     pre_seq_flops = (pre_flops or 0.0) / b
-    pre_seq_bytes = max((pre_bytes or 0.0) - pre_weights, 0.0) / b
 
     draft = sc.serving.speculative_draft_params
     active = float(src.params.active) or 1.0
     return InferenceInputs(
         peak_flops=peak,
         bandwidth=bandwidth,
-        weights=w,
         weight_bytes=wb,
-        matmul_flops_decode=mm_decode,
-        matmul_flops_prompt=min(mm_prompt, pre_seq_flops),
-        decode_act_bytes=dec_seq_bytes - kv_seq,
         decode_kv_bytes=kv_seq,
         decode_attention_flops=max(dec_seq_flops - mm_decode, 0.0),
-        prompt_act_bytes=pre_seq_bytes,
         prompt_attention_flops=max(pre_seq_flops - mm_prompt, 0.0),
         model_decode_flops_per_seq=(model_decode or 0.0) / b,
         model_prefill_flops_per_seq=(model_prefill or 0.0) / b,
@@ -309,7 +296,6 @@ _INFERENCE_NUMBERS = (
     "flops.per_token_forward",
     "kv_cache.bytes_per_token",
     "roofline.prefill.flops",
-    "roofline.prefill.bytes",
     "flops.decode_step",
     "flops.prefill",
     "kv_cache.max_concurrency",

@@ -17,8 +17,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
     """TTFT, TPOT, throughput and the rest at the scenario's concurrency, with low/high bounds."""
     sc = ctx.scenario
     src = Source.of(ctx)
-    narrow = src.narrow
-    central, low, high = E.efficiencies(ctx.assumptions, training=False, mfu=sc.mfu, narrow=narrow)
+    central, low, high = E.efficiencies(ctx.assumptions, training=False, mfu=sc.mfu)
     inp = inference_inputs(src)
     # A run for a few keys (a sweep) builds only those, and the bounds only if one is asked for.
     want = _always if ctx.wanted is None else ctx.wanted.__contains__
@@ -26,7 +25,7 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
     bounds = any(map(want, _BOUND_KEYS))
     slow = serve(inp, low, sc.batch_size) if bounds else None
     fast = serve(inp, high, sc.batch_size) if bounds else None
-    used = E.assumption_ids(training=False, narrow=narrow)
+    used = E.assumption_ids(training=False)
     v: dict[str, Quantity] = {}
     warnings: list[Warning] = []
     b, s, gen = sc.batch_size, inp.seq_len, inp.gen_len

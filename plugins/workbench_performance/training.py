@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
 from workbench_performance.efficiency import NARROW_DTYPES, Efficiency
-from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
+from workbench_performance.operators.cost import GraphArrays, PassKernels, gemm_flops, pass_kernels
 from workbench_performance.operators.profiles import KernelProfile
 
 
@@ -108,8 +108,8 @@ def bubble_fraction(pp: int, microbatches: int, virtual_stages: int) -> float:
 def forward_kernels(inp: TrainingInputs, eff: Efficiency, *, breakdown: bool = False) -> PassKernels:
     """The forward kernels of one micro-batch on one stage; the attention kernels get the FLOPs
     the compute plugin counts beyond the GEMMs (its forward FLOPs are exact)."""
-    probe = _pass(inp, eff, 0.0, False)
-    attention = max(inp.fwd_flops - probe.gemm_flops, 0.0)
+    gemms = gemm_flops(inp.ops, tokens=inp.tokens_mb, prompts=inp.tokens_mb, ep=inp.ep, load_imbalance=eff.load_imbalance)
+    attention = max(inp.fwd_flops - gemms, 0.0)
     return _pass(inp, eff, attention, breakdown)
 
 

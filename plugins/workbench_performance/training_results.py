@@ -16,8 +16,7 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
     """Step time, MFU/HFU, bubble, exposed communication and time to train, with low/high bounds."""
     sc = ctx.scenario
     src = Source.of(ctx)
-    narrow = src.narrow
-    central, low, high = E.efficiencies(ctx.assumptions, training=True, narrow=narrow)
+    central, low, high = E.efficiencies(ctx.assumptions, training=True)
     inp = training_inputs(src)
     # A run for a few keys (a sweep) builds only those, and the bounds only if one is asked for.
     want = _always if ctx.wanted is None else ctx.wanted.__contains__
@@ -25,7 +24,7 @@ def training_outputs(ctx: EstimateContext) -> Outputs:
     bounds = any(map(want, _BOUND_KEYS))
     slow = train_step(inp, low) if bounds else None
     fast = train_step(inp, high) if bounds else None
-    used = E.assumption_ids(training=True, narrow=narrow)
+    used = E.assumption_ids(training=True)
     v: dict[str, Quantity] = {}
     warnings: list[Warning] = []
     par = sc.parallel

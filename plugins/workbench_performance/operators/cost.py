@@ -49,6 +49,8 @@ class GraphArrays:
     head: np.ndarray  # bool
     graph: ForwardGraph
     pp: int
+    has_head: bool  # an output head, whose rows differ from the tokens' in prefill (one per prompt)
+    ones: np.ndarray  # one per group
 
 
 def graph_arrays(graph: ForwardGraph, pp: int) -> GraphArrays:
@@ -67,6 +69,8 @@ def graph_arrays(graph: ForwardGraph, pp: int) -> GraphArrays:
         np.array([g.head for g in gemms], dtype=bool),
         graph,
         pp,
+        bool(any(g.head for g in gemms)),
+        np.ones(len(gemms)),
     )
 
 
@@ -122,20 +126,7 @@ def pass_kernels(
     att_max = gemm_override or min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
     floor = prof.min_kernel_s
     array = isinstance(tokens, np.ndarray)
-    t_col = tokens[..., None] if array else tokens  # against the GEMM groups
-    rows = np.where(ga.head, np.asarray(prompts, dtype=float)[..., None], t_col) if st.head else (
-        t_col * st.ones
-    )
-    count = ga.count
-    if graph.num_experts:
-        # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
-        # the experts they touch (uniform routing) each get rows / touched of them.
-        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t_col * ep, 0.0)
-        routed = t_col * graph.top_k * graph.local_experts * ep / graph.num_experts
-        touched_experts = np.maximum(graph.local_experts * share, 1e-9)
-        # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.
-        rows = np.where(ga.expert, load_imbalance * routed / touched_experts, rows)
-        count = ga.count * np.where(ga.expert, share, 1.0)
+    rows, count = _rows_and_count(ga, tokens, prompts, ep, load_imbalance)
     flops = rows * st.two_nk * count
     nbytes = (st.w_nk + rows * st.act_kn) * count
     fill = np.minimum(rows * (1.0 / prof.tile_m), 1.0)
@@ -215,6 +206,34 @@ def pass_kernels(
     return out
 
 
+def _rows_and_count(ga: GraphArrays, tokens, prompts, ep: int, load_imbalance: float):  # noqa: ANN001, ANN202
+    """Rows of each GEMM group and how many of its GEMMs run, for ``tokens`` (a number, or an
+    array of configurations: then ``(points, groups)`` arrays)."""
+    graph = ga.graph
+    t_col = tokens[..., None] if isinstance(tokens, np.ndarray) else tokens  # against the groups
+    if ga.has_head:
+        rows = np.where(ga.head, np.asarray(prompts, dtype=float)[..., None], t_col)
+    else:
+        rows = t_col * ga.ones
+    count = ga.count
+    if graph.num_experts:
+        # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
+        # the experts they touch (uniform routing) each get rows / touched of them.
+        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t_col * ep, 0.0)
+        routed = t_col * graph.top_k * graph.local_experts * ep / graph.num_experts
+        touched_experts = np.maximum(graph.local_experts * share, 1e-9)
+        # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.
+        rows = np.where(ga.expert, load_imbalance * routed / touched_experts, rows)
+        count = ga.count * np.where(ga.expert, share, 1.0)
+    return rows, count
+
+
+def gemm_flops(ga: GraphArrays, *, tokens, prompts, ep: int, load_imbalance: float = 1.0):  # noqa: ANN001, ANN201
+    """FLOPs of a pass's GEMMs on one stage (``PassKernels.gemm_flops`` without costing the pass)."""
+    rows, count = _rows_and_count(ga, tokens, prompts, ep, load_imbalance)
+    return _plain((rows * (2.0 * ga.n * ga.k) * count).sum(axis=-1))
+
+
 def _max(a, b):  # noqa: ANN001, ANN202
     return np.maximum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else max(a, b)
 
@@ -228,8 +247,6 @@ class _Static:
     """What a pass's kernel costs need that does not change with its token counts (built once per
     model layout, profile and precision: a sweep or a serving curve reuses it)."""
 
-    head: bool  # an output head whose rows differ from the tokens' (prefill: one per prompt)
-    ones: np.ndarray
     two_nk: np.ndarray  # 2 N K: FLOPs per row of each group
     w_nk: np.ndarray  # weight bytes of each group
     act_kn: np.ndarray  # activation bytes per row of each group
@@ -264,8 +281,6 @@ def _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts
         per_token += float((ga.k * ga.count * routed).sum()) * ga.pp * (act_bytes + 1.0)
         kernels += float(ga.kernels.sum())
     static = _Static(
-        head=bool(ga.head.any()),
-        ones=np.ones_like(ga.n),
         two_nk=2.0 * ga.n * ga.k,
         w_nk=ga.n * ga.k * wbytes,
         act_kn=(ga.k + ga.n) * act_bytes,
