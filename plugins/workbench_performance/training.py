@@ -108,9 +108,13 @@ def bubble_fraction(pp: int, microbatches: int, virtual_stages: int) -> float:
 def forward_kernels(inp: TrainingInputs, eff: Efficiency, *, breakdown: bool = False) -> PassKernels:
     """The forward kernels of one micro-batch on one stage; the attention kernels get the FLOPs
     the compute plugin counts beyond the GEMMs (its forward FLOPs are exact)."""
-    gemms = gemm_flops(inp.ops, tokens=inp.tokens_mb, prompts=inp.tokens_mb, ep=inp.ep, load_imbalance=eff.load_imbalance)
-    attention = max(inp.fwd_flops - gemms, 0.0)
-    return _pass(inp, eff, attention, breakdown)
+    return _pass(inp, eff, max(inp.fwd_flops - _gemm_flops(inp), 0.0), breakdown)
+
+
+def _gemm_flops(inp: TrainingInputs) -> float:
+    """The forward GEMMs' own FLOPs, routed evenly: load imbalance makes the busiest rank slower,
+    it adds no FLOPs to the model (those are the compute plugin's, exact)."""
+    return gemm_flops(inp.ops, tokens=inp.tokens_mb, prompts=inp.tokens_mb, ep=inp.ep)
 
 
 def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdown: bool) -> PassKernels:
@@ -147,10 +151,11 @@ def pass_times(inp: TrainingInputs, eff: Efficiency) -> tuple[float, float, floa
     backward efficiency; memory-bound kernels move twice the bytes. Recomputation repeats the
     forward in proportion to the FLOPs it recomputes.
     """
-    k = forward_kernels(inp, eff)
+    gemms = _gemm_flops(inp)
+    att_fwd_flops = max(inp.fwd_flops - gemms, 0.0)
+    k = _pass(inp, eff, att_fwd_flops, False)
     t_f = k.memory_s + k.compute_s + k.latency_s
-    attention_bwd = max(inp.bwd_flops - 2.0 * k.gemm_flops, 0.0)
-    att_fwd_flops = max(inp.fwd_flops - k.gemm_flops, 0.0)
+    attention_bwd = max(inp.bwd_flops - 2.0 * gemms, 0.0)
     per_flop = k.attention_s / att_fwd_flops if att_fwd_flops else 0.0
     t_b = 2.0 * k.gemm_s + attention_bwd * per_flop / inp.profile.attention_backward_ratio + 2.0 * k.elementwise_s
     t_r = t_f * inp.recompute_flops / inp.fwd_flops if inp.fwd_flops else 0.0
