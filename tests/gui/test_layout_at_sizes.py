@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QImage
+from xvfb_server import xvfb
 
 DRIVER = Path(__file__).resolve().parent / "layout_shots.py"
 SCREENS = ((1280, 800), (1920, 1080), (2560, 1440))
@@ -28,20 +28,8 @@ TABS = ("charts", "out-of-memory", "kernels", "compare", "sensitivity")
 
 @pytest.fixture(scope="module")
 def display():  # type: ignore[no-untyped-def]
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is not installed")
-    read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "2560x1440x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    if not number:
-        server.kill()
-        pytest.skip("Xvfb did not start")
-    yield f":{number}"
-    server.terminate()
-    server.wait(timeout=10)
+    with xvfb("2560x1440x24") as number:
+        yield number
 
 
 @pytest.mark.slow

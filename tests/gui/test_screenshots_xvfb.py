@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QImage
+from xvfb_server import xvfb
 
 DRIVER = Path(__file__).resolve().parents[1] / "gui_screenshots.py"
 STATES = ("fits", "out-of-memory", "roofline-training", "moe-serving", "hybrid-state", "kernels", "compare", "sensitivity",
@@ -23,20 +23,8 @@ STATES = ("fits", "out-of-memory", "roofline-training", "moe-serving", "hybrid-s
 
 @pytest.fixture
 def xvfb_display():  # type: ignore[no-untyped-def]
-    if shutil.which("Xvfb") is None:
-        pytest.skip("Xvfb is not installed")
-    read, write = os.pipe()
-    server = subprocess.Popen(["Xvfb", "-displayfd", str(write), "-screen", "0", "1600x1000x24", "-nolisten", "tcp"],
-                              pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write)
-    with os.fdopen(read) as pipe:
-        number = pipe.readline().strip()
-    if not number:
-        server.kill()
-        pytest.skip("Xvfb did not start")
-    yield f":{number}"
-    server.terminate()
-    server.wait(timeout=10)
+    with xvfb("1600x1000x24") as number:
+        yield number
 
 
 def _distinct_colours(image: QImage) -> int:
