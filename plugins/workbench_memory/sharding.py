@@ -509,7 +509,7 @@ def min_dp(
             with np.errstate(divide="ignore", invalid="ignore"):
                 # ceil(coef / room) beyond the cap settles nothing but "none": clip before the int
                 ratio = ops.ceil(ops.where(counting, coef / ops.where(counting, room, 1.0), 0.0))
-            shards = ops.as_int(ops.minimum(ratio, cap + 1.0))
+            shards = _as_int(ops.minimum(ratio, cap + 1.0))
         else:
             shards = 0
         need = ops.where(counting, ops.maximum(need, ops.maximum(2, shards)), need)
@@ -565,9 +565,10 @@ class _One:
     def maximum(a: Any, b: Any) -> Any:
         return max(a, b)
 
-    @staticmethod
-    def as_int(x: float) -> int:
-        return int(x)
+
+def _as_int(x: Any) -> Any:
+    """Whole shard counts: int64 over a point group, an int for one point."""
+    return x.astype(np.int64) if isinstance(x, np.ndarray) else int(x)
 
 
 def _every_stage(

@@ -2,54 +2,96 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from workbench.core.scenario import Parallelism
 from workbench.engine.estimator import EstimateContext
+from workbench.engine.points import Column, PointOutputs, PointsContext, at, column_for
 from workbench.engine.quantity import Outputs, Quantity, q
 from workbench_performance import efficiency as E
-from workbench_performance.communication import forward_comm, gradient_sync
+from workbench_performance.communication import CommLayout, forward_comm, gradient_sync
 from workbench_performance.inputs import Source, comm_layout, training_inputs
 from workbench_performance.text import g, lazy
 
 
 def communication_outputs(ctx: EstimateContext) -> Outputs:
-    """Volume and time of each kind of collective for one step of the scenario."""
+    """Volume and time of each kind of collective for one optimizer step of a training scenario."""
     sc = ctx.scenario
-    training = sc.is_training
-    central, _, _ = E.efficiencies(ctx.assumptions, training=training)
+    central, _, _ = E.efficiencies(ctx.assumptions, training=True)
     src = Source.of(ctx)
     layout = comm_layout(src)
-    used = (E.LINK, E.ALPHA_INTRA, E.ALPHA_INTER)
-    v: dict[str, Quantity] = {}
     par = sc.parallel
-    if training:
-        inp = training_inputs(src)
-        m = inp.microbatches
-        one = forward_comm(layout, inp.tokens_mb, central)
-        passes = inp.tp_passes
-        step = f"one optimizer step ({m} micro-batches of {inp.tokens_mb:,.0f} tokens)"
-        tp = (one.tp_s / par.pp * passes * m, one.tp_bytes * passes * m)
-        ep = (one.ep_s / par.pp * passes * m, one.ep_bytes * passes * m)
-        sends = 2.0 * m * (par.virtual_stages if inp.virtual_stages > 1 else 1)
-        pp = (one.pp_s / max(par.pp - 1, 1) * sends if par.pp > 1 else 0.0, one.pp_bytes * sends)
-        dp = gradient_sync(layout, inp.grad_bytes, par.zero_stage, central)
-        dp_text = (
-            f"gradients {g(inp.grad_bytes)} B per GPU, "
-            + (
-                "ring all-reduce 2(n-1)/n"
-                if par.zero_stage == 0
-                else "reduce-scatter + all-gather"
-                + (" + ZeRO-3 parameter gathers (1.5x)" if par.zero_stage >= 3 else "")
-            )
-            + f" over DP {par.dp}"
+    inp = training_inputs(src)
+    m = inp.microbatches
+    one = forward_comm(layout, inp.tokens_mb, central)
+    passes = inp.tp_passes
+    step = f"one optimizer step ({m} micro-batches of {inp.tokens_mb:,.0f} tokens)"
+    tp = (one.tp_s / par.pp * passes * m, one.tp_bytes * passes * m)
+    ep = (one.ep_s / par.pp * passes * m, one.ep_bytes * passes * m)
+    sends = 2.0 * m * (par.virtual_stages if inp.virtual_stages > 1 else 1)
+    pp = (one.pp_s / max(par.pp - 1, 1) * sends if par.pp > 1 else 0.0, one.pp_bytes * sends)
+    dp = gradient_sync(layout, inp.grad_bytes, par.zero_stage, central)
+    dp_text = (
+        f"gradients {g(inp.grad_bytes)} B per GPU, "
+        + (
+            "ring all-reduce 2(n-1)/n"
+            if par.zero_stage == 0
+            else "reduce-scatter + all-gather"
+            + (" + ZeRO-3 parameter gathers (1.5x)" if par.zero_stage >= 3 else "")
         )
+        + f" over DP {par.dp}"
+    )
+    parts = _figures(layout, par, True, tp, dp, pp, ep, dp_text)
+    total = parts.pop(_TOTAL)[0]
+    v: dict[str, Quantity] = {}
+    for key, (value, unit, label, formula, used) in parts.items():
+        v[key] = q(value, unit, label, lazy(formula), used)
+    v["communication.step"] = q(step, "", "Step the communication figures are for")
+    v[_TOTAL] = q(total, "s", _TOTAL_LABEL, lambda: f"TP + DP + PP + EP = {total:.4g} s", _USED)
+    return Outputs(v, [])
+
+
+def communication_columns(ctx: PointsContext) -> PointOutputs:
+    """The same keys for one decode step of a serving point group (the batch varies per point)."""
+    sc = ctx.scenario
+    central, _, _ = E.efficiencies(ctx.assumptions, training=False)
+    layout = comm_layout(ctx)
+    par = sc.parallel
+    batch = ctx.points["batch_size"]
+    if ctx.n == 1:
+        batch = int(batch[0])
+        tokens = max(batch / par.pp, 1.0) if par.pp > 1 else float(batch)
+        step: object = f"one decode step (batch {batch})"
     else:
-        tokens = max(sc.batch_size / par.pp, 1.0) if par.pp > 1 else float(sc.batch_size)
-        one = forward_comm(layout, tokens, central)
-        step = f"one decode step (batch {sc.batch_size})"
-        tp = (one.tp_s, one.tp_bytes * par.pp)
-        ep = (one.ep_s, one.ep_bytes * par.pp)
-        pp = (one.pp_s, one.pp_bytes * par.pp)
-        dp = (0.0, 0.0)
-        dp_text = "replicas serve independently: no data-parallel traffic"
+        tokens = np.maximum(batch / par.pp, 1.0) if par.pp > 1 else batch.astype(float)
+        step = np.array([f"one decode step (batch {b})" for b in batch.tolist()], dtype=object)
+    one = forward_comm(layout, tokens, central)
+    tp = (one.tp_s, one.tp_bytes * par.pp)
+    ep = (one.ep_s, one.ep_bytes * par.pp)
+    pp = (one.pp_s, one.pp_bytes * par.pp)
+    dp = (0.0, 0.0)
+    dp_text = "replicas serve independently: no data-parallel traffic"
+    parts = _figures(layout, par, False, tp, dp, pp, ep, dp_text)
+    total = parts.pop(_TOTAL)[0]
+    v: dict[str, Column] = {}
+    for key, (value, unit, label, formula, used) in parts.items():
+        v[key] = column_for(ctx.n, value, unit, label, formula, used)
+    v["communication.step"] = column_for(ctx.n, step, "", "Step the communication figures are for")
+    v[_TOTAL] = column_for(ctx.n, total, "s", _TOTAL_LABEL, lambda i: f"TP + DP + PP + EP = {at(total, i):.4g} s", _USED)
+    return PointOutputs(v, [])
+
+
+_USED = (E.LINK, E.ALPHA_INTRA, E.ALPHA_INTER)
+_TOTAL = "communication.total_s"
+_TOTAL_LABEL = "Communication time per step (before overlap)"
+Figure = tuple[object, str, str, str, tuple[str, ...]]  # value, unit, label, formula, assumptions
+
+
+def _figures(
+    layout: CommLayout, par: Parallelism, training: bool, tp: tuple, dp: tuple, pp: tuple, ep: tuple, dp_text: str
+) -> dict[str, Figure]:
+    """Bytes, time and link of each group (numbers, or arrays over a point group), and their total
+    (under ``communication.total_s``, without its formula)."""
     msg = f"{layout.hidden} hidden x {layout.act_bytes:g} B per token"
     links = {"tp": layout.tp_link, "dp": layout.dp_link, "pp": layout.pp_link, "ep": layout.ep_link}
     sizes = {
@@ -66,33 +108,26 @@ def communication_outputs(ctx: EstimateContext) -> Outputs:
         "ep": f"dispatch + combine all-to-all per MoE layer ({layout.moe_layers}) x top-{layout.top_k} "
         f"over EP {par.ep}",
     }
+    out: dict[str, Figure] = {}
     for group, (seconds, nbytes) in (("tp", tp), ("dp", dp), ("pp", pp), ("ep", ep)):
         link = links[group]
         active = sizes[group] > 1
         text = texts[group]
-        v[f"communication.{group}.bytes_per_step"] = q(
-            nbytes if active else 0.0, "B", f"{group.upper()} bytes sent per GPU", lazy(text), used
+        out[f"communication.{group}.bytes_per_step"] = (
+            nbytes if active else 0.0, "B", f"{group.upper()} bytes sent per GPU", text, _USED
         )
-        v[f"communication.{group}.time_s"] = q(
+        out[f"communication.{group}.time_s"] = (
             seconds if active else 0.0,
             "s",
             f"{group.upper()} communication time",
-            lazy(f"{text}; alpha-beta model, {link.describe()}"),
-            used,
+            f"{text}; alpha-beta model, {link.describe()}",
+            _USED,
         )
-        v[f"communication.{group}.link"] = q(
-            link.describe() if active else "none",
-            "",
-            f"{group.upper()} link",
-            lazy(f"group of {sizes[group]}"),
+        out[f"communication.{group}.link"] = (
+            link.describe() if active else "none", "", f"{group.upper()} link", f"group of {sizes[group]}", ()
         )
-    total = sum(x[0] for x, n in ((tp, par.tp), (dp, sizes["dp"]), (pp, par.pp), (ep, sizes["ep"])) if n > 1)
-    v["communication.step"] = q(step, "", "Step the communication figures are for")
-    v["communication.total_s"] = q(
-        total,
-        "s",
-        "Communication time per step (before overlap)",
-        lambda: f"TP + DP + PP + EP = {total:.4g} s",
-        used,
-    )
-    return Outputs(v, [])
+    out[_TOTAL] = (
+        sum(x[0] for x, n in ((tp, par.tp), (dp, sizes["dp"]), (pp, par.pp), (ep, sizes["ep"])) if n > 1),
+        "s", _TOTAL_LABEL, "", _USED,
+    )  # fmt: skip
+    return out

@@ -22,7 +22,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from workbench.core.hardware import NodeShape
+from workbench_performance.arrays import maximum, where
 from workbench_performance.efficiency import Efficiency
 
 
@@ -53,29 +56,42 @@ def _bw(link: Link, eff: Efficiency) -> float:
     return link.gbps * 1e9 * eff.link
 
 
+def _nothing(nbytes) -> bool:  # noqa: ANN001 - a number, or an array over a point group
+    """Whether no byte moves: a number that is not positive, or an array with no positive entry.
+    (An array with some is costed entry by entry, and :func:`_if_sent` zeroes the others.)"""
+    if isinstance(nbytes, np.ndarray):
+        return not (nbytes > 0).any()
+    return nbytes <= 0
+
+
+def _if_sent(nbytes, seconds):  # noqa: ANN001, ANN202
+    """``seconds`` where some bytes move, 0 where none do."""
+    return where(nbytes > 0, seconds, 0.0) if isinstance(nbytes, np.ndarray) else seconds
+
+
 def all_reduce_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
     """All-reduce of ``nbytes`` per rank over ``n`` ranks (best of ring and tree)."""
-    if n <= 1 or nbytes <= 0:
+    if n <= 1 or _nothing(nbytes):
         return 0.0
     beta = 2.0 * (n - 1) / n * nbytes / _bw(link, eff)
     steps = min(2 * (n - 1), 2 * math.ceil(math.log2(n)))
-    return steps * _alpha(link, eff) + beta
+    return _if_sent(nbytes, steps * _alpha(link, eff) + beta)
 
 
 def reduce_scatter_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
     """Reduce-scatter (or all-gather) of a buffer of ``nbytes`` over ``n`` ranks."""
-    if n <= 1 or nbytes <= 0:
+    if n <= 1 or _nothing(nbytes):
         return 0.0
     beta = (n - 1) / n * nbytes / _bw(link, eff)
     steps = min(n - 1, math.ceil(math.log2(n)))
-    return steps * _alpha(link, eff) + beta
+    return _if_sent(nbytes, steps * _alpha(link, eff) + beta)
 
 
 def all_to_all_s(nbytes: float, n: int, link: Link, eff: Efficiency) -> float:
     """All-to-all where each rank holds ``nbytes`` and keeps 1/n of it."""
-    if n <= 1 or nbytes <= 0:
+    if n <= 1 or _nothing(nbytes):
         return 0.0
-    return (n - 1) * _alpha(link, eff) + (n - 1) / n * nbytes / _bw(link, eff)
+    return _if_sent(nbytes, (n - 1) * _alpha(link, eff) + (n - 1) / n * nbytes / _bw(link, eff))
 
 
 def hierarchical_all_to_all_s(
@@ -84,20 +100,20 @@ def hierarchical_all_to_all_s(
     """All-to-all over ``n`` ranks of which ``local`` share a node: the (local-1)/n of the buffer
     bound for node peers moves over the intra-node link while the (n-local)/n bound elsewhere
     crosses the network, concurrently (NCCL and DeepEP send both at once)."""
-    if n <= 1 or nbytes <= 0:
+    if n <= 1 or _nothing(nbytes):
         return 0.0
     if link.intra or intra is None or local <= 1:
         return all_to_all_s(nbytes, n, link, eff)
     inter = (n - local) / n * nbytes / _bw(link, eff)
     near = (local - 1) / n * nbytes / _bw(intra, eff)
-    return (n - local) * _alpha(link, eff) + max(inter, near)
+    return _if_sent(nbytes, (n - local) * _alpha(link, eff) + maximum(inter, near))
 
 
 def p2p_s(nbytes: float, link: Link, eff: Efficiency) -> float:
     """One send/receive of ``nbytes``."""
-    if nbytes <= 0:
+    if _nothing(nbytes):
         return 0.0
-    return _alpha(link, eff) + nbytes / _bw(link, eff)
+    return _if_sent(nbytes, _alpha(link, eff) + nbytes / _bw(link, eff))
 
 
 def ring_all_reduce_volume(nbytes: float, n: int) -> float:

@@ -10,12 +10,14 @@ server) are present with value None and a note. The results are built in
 
 from __future__ import annotations
 
+from workbench.core.scenario import Scenario
 from workbench.engine.estimator import EstimateContext, EstimatorInfo
+from workbench.engine.points import PointOutputs, PointsContext
 from workbench.engine.quantity import Outputs
 from workbench_performance import efficiency as E
 from workbench_performance import keys as K
-from workbench_performance.comm_results import communication_outputs
-from workbench_performance.serving_results import serving_outputs
+from workbench_performance.comm_results import communication_columns, communication_outputs
+from workbench_performance.serving_results import serving_columns
 from workbench_performance.training_results import training_outputs
 
 VERSION = "1.0.0"
@@ -57,10 +59,17 @@ class PerformanceEstimator:
         "speculative decoding); step time, MFU/HFU, pipeline bubble and time-to-train for training.",
     )
 
+    def vectorizes(self, scenario: Scenario) -> bool:
+        """Serving runs over whole point groups; training (not yet on arrays) point by point."""
+        return not scenario.is_training
+
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        return serving_columns(ctx)
+
     def estimate(self, ctx: EstimateContext) -> Outputs:
-        if ctx.scenario.is_training:
-            return training_outputs(ctx)
-        return serving_outputs(ctx)
+        if not ctx.scenario.is_training:
+            raise TypeError("serving scenarios are estimated over point groups (estimate_points)")
+        return training_outputs(ctx)
 
 
 class CommunicationEstimator:
@@ -78,5 +87,14 @@ class CommunicationEstimator:
         "the intra-node link when the group fits in a node, else the network.",
     )
 
+    def vectorizes(self, scenario: Scenario) -> bool:
+        """A serving step runs over whole point groups; a training step point by point."""
+        return not scenario.is_training
+
+    def estimate_points(self, ctx: PointsContext) -> PointOutputs:
+        return communication_columns(ctx)
+
     def estimate(self, ctx: EstimateContext) -> Outputs:
+        if not ctx.scenario.is_training:
+            raise TypeError("serving scenarios are estimated over point groups (estimate_points)")
         return communication_outputs(ctx)

@@ -29,9 +29,12 @@ build its input once with :func:`inference_inputs` from an estimate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from workbench_performance.arrays import ceil, is_array, maximum, minimum, select
 
 from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
@@ -48,6 +51,10 @@ class InferenceInputs:
     The GEMMs of a pass come from the kernel graph (``ops``); what the graph does not hold is
     the attention work (FLOPs: Q K^T and P V; bytes: the KV cache a decode step reads), which the
     compute and memory plugins count exactly and is carried here per sequence.
+
+    Built for one configuration (plain numbers) or for a point group: then the figures that
+    depend on batch and lengths (``batch``, ``seq_len``, ``gen_len``, the per-sequence work, the
+    KV-cache capacity) are arrays of one entry per point, and every function below returns arrays.
     """
 
     peak_flops: float  # FLOP/s of one GPU at the compute dtype
@@ -89,6 +96,10 @@ class InferenceInputs:
     #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
     expert_weight_bytes: float = 0.0
 
+    def at(self, i: int) -> InferenceInputs:
+        """Point ``i`` of a point group's inputs (itself when built for one configuration)."""
+        return point_of(self, i)
+
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
 # build); nothing writes to one after it is built.
@@ -103,16 +114,22 @@ class Pass:
     overhead_s: float
 
     @property
-    def bound(self) -> str:
+    def bound(self):  # noqa: ANN201 - str, or an array of them over a point group
         # The largest of the four, the first one on a tie (as max() over them in this order).
-        name, largest = "memory bandwidth", self.memory_s
-        if self.compute_s > largest:
-            name, largest = "compute", self.compute_s
-        if self.comm_s > largest:
-            name, largest = "communication", self.comm_s
-        if self.overhead_s > largest:
-            name = "overhead"
-        return name
+        memory, compute, comm, overhead = self.memory_s, self.compute_s, self.comm_s, self.overhead_s
+        if not is_array(memory, compute, comm, overhead):
+            name, largest = "memory bandwidth", memory
+            if compute > largest:
+                name, largest = "compute", compute
+            if comm > largest:
+                name, largest = "communication", comm
+            return "overhead" if overhead > largest else name
+        top = maximum(maximum(memory, compute), comm)
+        return select(
+            [overhead > top, comm > maximum(memory, compute), compute > memory],
+            ["overhead", "communication", "compute"],
+            "memory bandwidth",
+        )
 
     @property
     def kernel_s(self) -> float:
@@ -145,8 +162,14 @@ class ServePoint:
     fits: bool | None  # batch within the KV-cache capacity
 
     @property
-    def tokens_per_s_per_user(self) -> float | None:
-        return 1.0 / self.tpot_s if self.tpot_s else None
+    def tokens_per_s_per_user(self):  # noqa: ANN201 - float | None, or an array over a point group
+        if self.tpot_s is None:
+            return None
+        return 1.0 / self.tpot_s if is_array(self.tpot_s) or self.tpot_s else None
+
+    def at(self, i: int) -> ServePoint:
+        """Point ``i`` of a point group's serving figures (itself for one configuration)."""
+        return point_of(self, i)
 
 
 def kernels(
@@ -198,7 +221,7 @@ def decode_kernels(
 ) -> PassKernels:
     """Kernels of one stage in a decode step of ``batch`` sequences (see :func:`decode_pass`)."""
     pp, s = inp.pp, inp.seq_len
-    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    mb = maximum(batch / pp, 1.0) if pp > 1 else batch
     pre = prefill_tokens / pp
     decode_tokens = mb * tokens_per_seq
     return kernels(
@@ -220,7 +243,7 @@ def prefill_kernels(
     """Kernels of one stage prefilling one micro-batch of ``prompts`` (see :func:`prefill_pass`)."""
     s = inp.seq_len if tokens_per_prompt is None else tokens_per_prompt
     share = s / inp.seq_len
-    m = min(max(prompts, 1.0), inp.pp)
+    m = minimum(maximum(prompts, 1.0), inp.pp)
     per_mb = prompts / m
     return kernels(
         inp,
@@ -245,7 +268,7 @@ def decode_pass(
     """One decode step of ``batch`` sequences (``tokens_per_seq`` > 1: a speculative verify pass),
     optionally carrying ``prefill_tokens`` prompt tokens (chunked prefill)."""
     pp = inp.pp
-    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    mb = maximum(batch / pp, 1.0) if pp > 1 else batch
     tokens = mb * tokens_per_seq + prefill_tokens / pp
     k = decode_kernels(inp, eff, batch, tokens_per_seq, prefill_tokens)
     memory, compute, latency = k.memory_s, k.compute_s, k.latency_s
@@ -268,7 +291,7 @@ def prefill_pass(
     """
     s = inp.seq_len if tokens_per_prompt is None else tokens_per_prompt
     pp = inp.pp
-    m = min(max(prompts, 1.0), pp)
+    m = minimum(maximum(prompts, 1.0), pp)
     tokens = prompts / m * s
     k = prefill_kernels(inp, eff, prompts, tokens_per_prompt)
     memory, compute, latency = k.memory_s, k.compute_s, k.latency_s
@@ -294,24 +317,28 @@ def _draft_pass(inp: InferenceInputs, eff: Efficiency, batch: float) -> float:
     """A draft model's decode step: its weights at the achieved bandwidth, its FLOPs at the
     profile's GEMM efficiency for ``mb`` rows (the draft's own layer shapes are not known)."""
     pp = inp.pp
-    mb = max(batch / pp, 1.0) if pp > 1 else batch
+    mb = maximum(batch / pp, 1.0) if pp > 1 else batch
     prof = inp.profile
     bw = inp.bandwidth * min(prof.bandwidth_efficiency * eff.bandwidth, 1.0)
-    fill = min(mb / prof.tile_m, 1.0)
+    fill = minimum(mb / prof.tile_m, 1.0)
     gemm = eff.mfu or min(prof.gemm_efficiency_for(inp.compute_dtype) * eff.matmul, 1.0)
     t_mem = (inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq) / bw
     t_comp = mb * inp.draft_flops_per_token / (inp.peak_flops * gemm * fill)
-    return pp * max(t_mem, t_comp) + eff.step_overhead_s
+    return pp * maximum(t_mem, t_comp) + eff.step_overhead_s
 
 
-def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
-    """TTFT, TPOT, end-to-end latency and throughput at ``batch`` concurrent requests per replica."""
-    b = max(int(batch), 1)
+def serve(inp: InferenceInputs, eff: Efficiency, batch) -> ServePoint:  # noqa: ANN001 - int or array
+    """TTFT, TPOT, end-to-end latency and throughput at ``batch`` concurrent requests per replica.
+
+    ``batch`` and the inputs' lengths may be arrays over a point group whose points either all
+    generate tokens or all do not (the policy's branch is the group's).
+    """
+    b = maximum(batch if is_array(batch) else int(batch), 1)
     s, g, dp = inp.seq_len, inp.gen_len, inp.dp
     fits = None if inp.max_concurrency is None else b <= inp.max_concurrency
     prefill_one = prefill_pass(inp, eff, 1)
     prompt_flops = inp.model_prefill_flops_per_seq
-    if not inp.generates or g == 0:
+    if not generating(inp):
         whole = prefill_pass(inp, eff, b)
         rate = dp * b / whole.time_s
         return ServePoint(
@@ -351,9 +378,9 @@ def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
         transfer = p2p_s(s * inp.kv_bytes_per_token / (inp.tp * inp.pp), inp.transfer_link, eff)
         ttft = prefill_one.time_s + transfer
         rate = dp * b / (g * tpot)  # requests per second the decode pool completes
-        replicas = math.ceil(rate * prefill_one.time_s - 1e-9)
-        prefill_gpus = max(replicas, 1) * inp.tp * inp.pp
-        gpus += prefill_gpus
+        replicas = ceil(rate * prefill_one.time_s - 1e-9)
+        prefill_gpus = maximum(replicas, 1) * inp.tp * inp.pp
+        gpus = gpus + prefill_gpus
         share = prefill_gpus / gpus
         e2e = ttft + (g - 1) * tpot
         out = dp * b / tpot
@@ -368,21 +395,24 @@ def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
     else:
         if inp.chunked:
             extra = decode_pass(inp, eff, b, prefill_tokens=b * s / g).time_s - step.time_s
-            chunk = min(inp.chunk_tokens, s)
-            ttft = math.ceil(s / chunk) * decode_pass(inp, eff, b, prefill_tokens=chunk).time_s
+            chunk = minimum(inp.chunk_tokens, s)
+            ttft = ceil(s / chunk) * decode_pass(inp, eff, b, prefill_tokens=chunk).time_s
         else:
             extra = b / g * prefill_one.time_s
             ttft = prefill_one.time_s + 0.5 * step.time_s
-        tpot = token_s + max(extra, 0.0)
-        share = max(extra, 0.0) / tpot
+        tpot = token_s + maximum(extra, 0.0)
+        share = maximum(extra, 0.0) / tpot
         if not inp.chunked:
-            rho = min(share, 0.99)
-            ttft += rho / (2.0 * (1.0 - rho)) * prefill_one.time_s
+            rho = minimum(share, 0.99)
+            ttft = ttft + rho / (2.0 * (1.0 - rho)) * prefill_one.time_s
         e2e = ttft + (g - 1) * tpot
         out = dp * b / tpot
     requests = out / g
     flops = out * inp.model_decode_flops_per_seq + requests * prompt_flops
-    bound = prefill_one.bound if share > 0.5 else step.bound
+    if is_array(share):
+        bound = np.where(share > 0.5, prefill_one.bound, step.bound)
+    else:
+        bound = prefill_one.bound if share > 0.5 else step.bound
     busy = share * _busy(prefill_one) + (1.0 - share) * _busy(step)
     return ServePoint(
         b,
@@ -406,8 +436,34 @@ def serve(inp: InferenceInputs, eff: Efficiency, batch: int) -> ServePoint:
     )
 
 
-def _busy(p: Pass) -> float:
-    return (p.memory_s + p.compute_s) / p.time_s if p.time_s else 0.0  # p.kernel_s / p.time_s
+def generating(inp: InferenceInputs) -> bool:
+    """Whether the configuration (every point of the group) generates tokens."""
+    g = inp.gen_len
+    if not inp.generates:
+        return False
+    if isinstance(g, np.ndarray):
+        some = bool(g.any())
+        if some and not g.all():
+            raise ValueError("a point group mixes prefill-only points (gen_len 0) with generating ones")
+        return some
+    return bool(g)
+
+
+def _busy(p: Pass):  # noqa: ANN202 - float, or an array over a point group
+    kernel, time = p.memory_s + p.compute_s, p.time_s  # p.kernel_s / p.time_s
+    if isinstance(time, np.ndarray):
+        return np.divide(kernel, time, out=np.zeros_like(time), where=time != 0)
+    return kernel / time if time else 0.0
+
+
+def point_of(obj, i: int):  # noqa: ANN001, ANN201
+    """A dataclass of figures with every per-point array replaced by its entry ``i`` as a
+    Python number (the object itself when it holds no array)."""
+    per_point = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    per_point = {name: v for name, v in per_point.items() if isinstance(v, np.ndarray)}
+    if not per_point:
+        return obj
+    return replace(obj, **{name: v[i].item() for name, v in per_point.items()})
 
 
 def throughput_latency_curve(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from workbench.core.dtypes import weight_bits
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
@@ -18,6 +20,7 @@ from workbench.core.params import ParameterCount, count_parameters
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Offload, PipelineSchedule, Recompute, Scenario, Workload
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.quantity import Quantity
+from workbench_performance.arrays import maximum, minimum
 from workbench_performance.communication import CommLayout, Link, group_link
 from workbench_performance.inference import InferenceInputs
 from workbench_performance.model_constants import (
@@ -54,7 +57,7 @@ class Source:
     @classmethod
     def of(cls, obj: Any) -> Source:
         """From an EstimateContext (``.scenario``) or an Estimate (``.resolved``)."""
-        if isinstance(obj, Source):
+        if isinstance(obj, (Source, PointSource)):
             return obj
         resolved = getattr(obj, "resolved", None)
         if resolved is not None:
@@ -73,6 +76,10 @@ class Source:
         """The matmuls' dtype (the compute plugin's roofline.compute_dtype; the scenario's otherwise)."""
         quantity = self.values.get("roofline.compute_dtype")
         return str(quantity.value) if quantity is not None else self.scenario.dtype.value
+
+    def point(self, name: str) -> int:
+        """A point field (batch_size, seq_len, gen_len) of the one configuration."""
+        return getattr(self.scenario, name)
 
 
     def number(self, key: str) -> float | None:
@@ -97,6 +104,86 @@ class Source:
                 value = float(value) if number else None
             out.append(value)
         return out
+
+
+# Not frozen: built once per point group on the hot path.
+@dataclass(slots=True)
+class PointSource:
+    """What the builders read, for a point group (:class:`~workbench.engine.points.PointsContext`).
+
+    The point fields and the earlier results are numpy arrays of one entry per point -- or, for a
+    group of one point, plain Python numbers, so that a single estimate costs what the scalar
+    model did. The same builders read a :class:`Source` (one estimate) through the same methods.
+    """
+
+    scenario: Scenario  # what every point shares (its point fields are placeholders)
+    model: ModelArchitecture
+    cluster: Cluster
+    params: ParameterCount
+    assumptions: AssumptionSet
+    points: dict[str, Any]
+    found: dict[str, Any]  # earlier results: number, None, or a float array
+    compute_dtype: str
+    n: int
+
+    @classmethod
+    def of(cls, ctx: Any, keys: tuple[str, ...]) -> PointSource:
+        """The point fields and the results ``keys`` of a PointsContext."""
+        n = ctx.n
+        values = ctx.values
+        found: dict[str, Any] = {}
+        for key in keys:
+            found[key] = _read(values[key], n) if key in values else None
+        if n == 1:
+            points = {name: int(v[0]) for name, v in ctx.points.items()}
+        else:
+            points = dict(ctx.points)
+        dtype_column = values["roofline.compute_dtype"] if "roofline.compute_dtype" in values else None
+        dtype = str(dtype_column.value(0)) if dtype_column is not None else ctx.scenario.dtype.value
+        return cls(ctx.scenario, ctx.model, ctx.cluster, ctx.params, ctx.assumptions, points, found, dtype, n)
+
+    def point(self, name: str) -> Any:
+        return self.points[name]
+
+    def numbers(self, keys: tuple[str, ...]) -> list[Any]:
+        found = self.found
+        return [found[key] for key in keys]
+
+    def number(self, key: str) -> Any:
+        return self.found[key]
+
+    def subset(self, index: np.ndarray) -> PointSource:
+        """The points at ``index`` (a group of several), as a group of their own."""
+        n = len(index)
+
+        def take(v: Any) -> Any:
+            if not isinstance(v, np.ndarray):
+                return v
+            part = v[index]
+            return part[0].item() if n == 1 else part
+
+        points = {name: (int(v[index][0]) if n == 1 else v[index]) for name, v in self.points.items()}
+        found = {key: take(v) for key, v in self.found.items()}
+        return PointSource(self.scenario, self.model, self.cluster, self.params, self.assumptions, points, found,
+                           self.compute_dtype, n)  # fmt: skip
+
+
+def _read(column: Any, n: int) -> Any:
+    """A result column as a float (one point, or the value every point shares), None, or a float
+    array (an array holding None somewhere -- a result unknown at some points -- is refused:
+    such a group is estimated point by point)."""
+    if n == 1:
+        value = column.value(0)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    values = column.values
+    if values is None or isinstance(values, np.ndarray):
+        array = column.array(n)
+        if array.dtype == object:
+            if all(v is None for v in array):
+                return None
+            array = array.astype(float)  # raises on a None among numbers
+        return array.astype(float, copy=False)
+    return float(values) if isinstance(values, (int, float)) and not isinstance(values, bool) else None
 
 
 _LAYOUTS: dict[tuple[object, ...], tuple[object, CommLayout]] = {}
@@ -180,18 +267,19 @@ def inference_inputs(source: Any) -> InferenceInputs:
     sc, arch, gpu, node = src.scenario, src.model, src.cluster.accelerator, src.cluster.node
     par = sc.parallel
     tp, pp, ep = par.tp, par.pp, par.ep
-    b = sc.batch_size
+    b = src.point("batch_size")
     w = weight_elements(arch, tp, ep)
     wb = _weight_bytes(sc)
     (
         peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops,
         model_decode, model_prefill, max_concurrency,
-    ) = src.numbers(_INFERENCE_NUMBERS)  # fmt: skip
-    peak = (peak_tflops or 0.0) * 1e12
-    bandwidth = (bandwidth_gbps or gpu.memory_bandwidth_gbps) * 1e9
+    ) = src.numbers(INFERENCE_NUMBERS)  # fmt: skip
+    peak = _or_zero(peak_tflops) * 1e12
+    known_bandwidth = bandwidth_gbps is not None and (isinstance(bandwidth_gbps, np.ndarray) or bandwidth_gbps)
+    bandwidth = (bandwidth_gbps if known_bandwidth else gpu.memory_bandwidth_gbps) * 1e9
     generates = dec_flops is not None and dec_bytes is not None
-    s = _tokens_from(fwd, per_token, sc)
-    g = sc.gen_len if generates else 0
+    s = _tokens_from(fwd, per_token, b, src.point("seq_len"))
+    g = src.point("gen_len") if generates else 0
     # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read at it.
     own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
@@ -200,13 +288,13 @@ def inference_inputs(source: Any) -> InferenceInputs:
 
     mm_decode = 2.0 * matmul_elements_per_token(w, decode=True) / pp
     mm_prompt = 2.0 * (s * (matmul_elements_per_token(w, decode=False) - w.head) + w.head) / pp
-    dec_seq_flops = (dec_flops or 0.0) / b
-    dec_seq_bytes = max((dec_bytes or 0.0) - decode_weights, 0.0) / b
-    kv_token = kv_token or 0.0
+    dec_seq_flops = _or_zero(dec_flops) / b
+    dec_seq_bytes = maximum(_or_zero(dec_bytes) - decode_weights, 0.0) / b
+    kv_token = _or_zero(kv_token)
     kv_split = 1 if arch.mla is not None else min(tp, arch.num_kv_heads)
     context = s + 0.5 * g
-    kv_seq = min(kv_token * context / (kv_split * pp), dec_seq_bytes)
-    pre_seq_flops = (pre_flops or 0.0) / b
+    kv_seq = minimum(kv_token * context / (kv_split * pp), dec_seq_bytes)
+    pre_seq_flops = _or_zero(pre_flops) / b
 
     draft = sc.serving.speculative_draft_params
     active = float(src.params.active) or 1.0
@@ -215,10 +303,10 @@ def inference_inputs(source: Any) -> InferenceInputs:
         bandwidth=bandwidth,
         weight_bytes=wb,
         decode_kv_bytes=kv_seq,
-        decode_attention_flops=max(dec_seq_flops - mm_decode, 0.0),
-        prompt_attention_flops=max(pre_seq_flops - mm_prompt, 0.0),
-        model_decode_flops_per_seq=(model_decode or 0.0) / b,
-        model_prefill_flops_per_seq=(model_prefill or 0.0) / b,
+        decode_attention_flops=maximum(dec_seq_flops - mm_decode, 0.0),
+        prompt_attention_flops=maximum(pre_seq_flops - mm_prompt, 0.0),
+        model_decode_flops_per_seq=_or_zero(model_decode) / b,
+        model_prefill_flops_per_seq=_or_zero(model_prefill) / b,
         kv_bytes_per_token=kv_token,
         seq_len=s,
         gen_len=g,
@@ -268,13 +356,27 @@ def stage_graph(arch: ModelArchitecture, tp: int, ep: int, pp: int) -> GraphArra
 
 def _tokens_per_sequence(src: Source) -> int:
     """Tokens one sample carries: seq_len, or the patch count of a vision model."""
-    return _tokens_from(src.number("flops.forward"), src.number("flops.per_token_forward"), src.scenario)
+    sc = src.scenario
+    return _tokens_from(src.number("flops.forward"), src.number("flops.per_token_forward"), sc.batch_size, sc.seq_len)
 
 
-def _tokens_from(fwd: float | None, per_token: float | None, sc: Scenario) -> int:
+def _tokens_from(fwd: Any, per_token: Any, batch: Any, seq_len: Any) -> Any:
+    """Tokens per sequence the compute plugin counted (images included): forward FLOPs / FLOPs
+    per token / batch, rounded; ``seq_len`` when they are unknown. Arrays over a point group too."""
+    if fwd is None or per_token is None:
+        return seq_len
+    if isinstance(fwd, np.ndarray) or isinstance(per_token, np.ndarray) or isinstance(batch, np.ndarray):
+        known = (np.asarray(fwd) != 0) & (np.asarray(per_token) != 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            counted = np.maximum(np.rint(fwd / per_token / batch), 1)
+        return np.where(known, counted, seq_len).astype(np.int64)
     if fwd and per_token:
-        return max(round(fwd / per_token / sc.batch_size), 1)
-    return sc.seq_len
+        return max(round(fwd / per_token / batch), 1)
+    return seq_len
+
+
+def _or_zero(value: Any) -> Any:
+    return 0.0 if value is None else value
 
 
 #: What :func:`training_inputs` reads from the estimate, in one :meth:`Source.numbers` call.
@@ -286,8 +388,8 @@ _TRAINING_NUMBERS = (
     "roofline.peak_tflops",
     "roofline.bandwidth_gbps",
 )
-#: What :func:`inference_inputs` reads from the estimate, in one :meth:`Source.numbers` call.
-_INFERENCE_NUMBERS = (
+#: What :func:`inference_inputs` reads from the estimate (one :meth:`Source.numbers` call; a point group reads them once).
+INFERENCE_NUMBERS = (
     "roofline.peak_tflops",
     "roofline.bandwidth_gbps",
     "roofline.decode.flops",
@@ -319,7 +421,7 @@ def training_inputs(source: Any) -> TrainingInputs:
     par = sc.parallel
     split = par.tp * par.pp
     fwd, per_token, bwd, rec, peak_tflops, bandwidth_gbps = src.numbers(_TRAINING_NUMBERS)
-    seq = _tokens_from(fwd, per_token, sc)
+    seq = _tokens_from(fwd, per_token, sc.batch_size, sc.seq_len)
     tokens_mb = float(seq * sc.batch_size)
     fwd, bwd, rec = fwd or 0.0, bwd or 0.0, rec or 0.0
     m = sc.grad_accumulation_steps

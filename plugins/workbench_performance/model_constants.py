@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from workbench.core.model import Head, ModelArchitecture, ModelKind
 from workbench_performance import shared_blocks
+from workbench_performance.arrays import maximum, power
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ def touched_fraction(w: WeightElements, tokens: float, ep: int) -> float:
     """
     if not w.num_experts:
         return 0.0
-    return 1.0 - (1.0 - w.top_k / w.num_experts) ** max(tokens * ep, 0.0)
+    return 1.0 - power(1.0 - w.top_k / w.num_experts, maximum(tokens * ep, 0.0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,57 +1,80 @@
-"""Serving results: the ``performance.*`` keys of an inference scenario, with their formulas."""
+"""Serving results: the ``performance.*`` keys of an inference point group, with their formulas.
+
+One call covers a whole point group (batch sizes and lengths as numpy arrays: a sweep costs one
+call) and a single estimate alike (a group of one point runs the same expressions on plain
+numbers). Formulas are rendered for one point when someone reads them, from that point's own
+inputs and figures (:meth:`InferenceInputs.at`, :meth:`ServePoint.at`), so they read exactly as
+the single estimate of that point.
+"""
 
 from __future__ import annotations
 
-from workbench.engine.estimator import EstimateContext
-from workbench.engine.quantity import Outputs, Quantity, Warning, q
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, QuantityColumn, SharedColumn, column_for
+from workbench.engine.quantity import FixedQuantity, Quantity, Warning
 from workbench_performance import efficiency as E
+from workbench_performance import keys as K
 from workbench_performance.communication import forward_comm
-from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, prefill_kernels, serve
+from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, generating, prefill_kernels, serve
+from workbench_performance.inputs import INFERENCE_NUMBERS, PointSource, inference_inputs
 from workbench_performance.operators.cost import PassKernels
-from workbench_performance.inputs import Source, inference_inputs
-from workbench_performance.serving_simulation import simulated_outputs
+from workbench_performance.serving_simulation import NOT_ASKED, simulated_outputs
 from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
 
+Formula = Callable[[int], str]
 
-def serving_outputs(ctx: EstimateContext) -> Outputs:
-    """TTFT, TPOT, throughput and the rest at the scenario's concurrency, with low/high bounds."""
-    sc = ctx.scenario
-    src = Source.of(ctx)
-    central, low, high = E.efficiencies(ctx.assumptions, training=False, mfu=sc.mfu)
+
+def serving_columns(ctx: PointsContext) -> PointOutputs:
+    """TTFT, TPOT, throughput and the rest over the group, with low/high bounds."""
+    src = PointSource.of(ctx, INFERENCE_NUMBERS)
+    gen = src.point("gen_len")
+    if isinstance(gen, np.ndarray) and gen.any() and not gen.all():
+        # Points that generate nothing follow another policy (prefill only) with other keys'
+        # notes: each kind is estimated as a group of its own, and the two are put back in order.
+        making = np.flatnonzero(gen != 0)
+        prefill_only = np.flatnonzero(gen == 0)
+        parts = [(idx, _serving(src.subset(idx), ctx.wanted)) for idx in (making, prefill_only)]
+        return _merged(ctx.n, parts)
+    return _serving(src, ctx.wanted)
+
+
+def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
+    sc, n = src.scenario, src.n
+    central, low, high = E.efficiencies(src.assumptions, training=False, mfu=sc.mfu)
     inp = inference_inputs(src)
     # A run for a few keys (a sweep) builds only those, and the bounds only if one is asked for.
-    want = _always if ctx.wanted is None else ctx.wanted.__contains__
-    p = serve(inp, central, sc.batch_size)
+    want = _always if wanted is None else wanted.__contains__
+    batch = src.point("batch_size")
+    p = serve(inp, central, batch)
     bounds = any(map(want, _BOUND_KEYS))
-    slow = serve(inp, low, sc.batch_size) if bounds else None
-    fast = serve(inp, high, sc.batch_size) if bounds else None
+    slow = serve(inp, low, batch) if bounds else None
+    fast = serve(inp, high, batch) if bounds else None
     used = E.assumption_ids(training=False)
-    v: dict[str, Quantity] = {}
-    warnings: list[Warning] = []
-    b, s, gen = sc.batch_size, inp.seq_len, inp.gen_len
+    v: dict[str, Column] = {}
+    s, gen = inp.seq_len, inp.gen_len
+    makes = generating(inp)
     policy = _policy(inp)
     mfu_note = " (--mfu replaces every kernel's compute efficiency)" if sc.mfu is not None else ""
 
+    def put(key: str, values: Any, label: str, formula: Formula | str, assumptions: tuple[str, ...] = used,
+            note: str = "", unit: str | None = None) -> None:  # fmt: skip
+        v[key] = column_for(n, values, K.unit(key) if unit is None else unit, label, formula, assumptions, note)
+
+    def at(i: int) -> tuple[InferenceInputs, ServePoint]:
+        return inp.at(i), p.at(i)
+
+    fast_end, slow_end = "all assumptions at the fast end of their range", "all assumptions at the slow end of their range"
     if want("performance.ttft_s"):
-        v["performance.ttft_s"] = q(
-            p.ttft_s, "s", "Time to first token", lambda: _ttft_formula(inp, p), used, note=policy
-        )
+        put("performance.ttft_s", p.ttft_s, "Time to first token", lambda i: _ttft_formula(*at(i)), note=policy)
     if want("performance.ttft_s_low"):
-        v["performance.ttft_s_low"] = q(
-            fast.ttft_s,
-            "s",
-            "TTFT, optimistic",
-            lambda: "all assumptions at the fast end of their range",
-            used,
-        )
+        put("performance.ttft_s_low", fast.ttft_s, "TTFT, optimistic", fast_end)
     if want("performance.ttft_s_high"):
-        v["performance.ttft_s_high"] = q(
-            slow.ttft_s,
-            "s",
-            "TTFT, pessimistic",
-            lambda: "all assumptions at the slow end of their range",
-            used,
-        )
+        put("performance.ttft_s_high", slow.ttft_s, "TTFT, pessimistic", slow_end)
     if p.tpot_s is None:
         why = "the model generates no tokens (prefill only)"
         for key, label in (
@@ -60,223 +83,187 @@ def serving_outputs(ctx: EstimateContext) -> Outputs:
             ("performance.tpot_s_high", "TPOT, pessimistic"),
             ("performance.tokens_per_s_per_user", "Output tokens/s per user"),
         ):
-            v[key] = null(label, "s" if "tpot" in key else "tokens/s", why)
+            v[key] = _null_column(label, "s" if "tpot" in key else "tokens/s", why)
     else:
         if want("performance.tpot_s"):
-            v["performance.tpot_s"] = q(
-                p.tpot_s,
-                "s",
-                "Time per output token",
-                lambda: _tpot_formula(inp, p, central),
-                used,
-                note=policy + mfu_note,
-            )
+            put("performance.tpot_s", p.tpot_s, "Time per output token",
+                lambda i: _tpot_formula(*at(i), central), note=policy + mfu_note)  # fmt: skip
         if want("performance.tpot_s_low"):
-            v["performance.tpot_s_low"] = q(
-                fast.tpot_s,
-                "s",
-                "TPOT, optimistic",
-                lambda: "all assumptions at the fast end of their range",
-                used,
-            )
+            put("performance.tpot_s_low", fast.tpot_s, "TPOT, optimistic", fast_end)
         if want("performance.tpot_s_high"):
-            v["performance.tpot_s_high"] = q(
-                slow.tpot_s,
-                "s",
-                "TPOT, pessimistic",
-                lambda: "all assumptions at the slow end of their range",
-                used,
-            )
+            put("performance.tpot_s_high", slow.tpot_s, "TPOT, pessimistic", slow_end)
         if want("performance.tokens_per_s_per_user"):
-            v["performance.tokens_per_s_per_user"] = q(
-                p.tokens_per_s_per_user,
-                "tokens/s",
-                "Output tokens/s per user",
-                lambda: f"1 / TPOT = 1 / {ms(p.tpot_s)}",
-                used,
-            )
-    v["performance.e2e_latency_s"] = q(
-        p.e2e_s,
-        "s",
-        "End-to-end request latency",
-        lambda: (
-            f"TTFT {ms(p.ttft_s)} + ({gen} - 1) x TPOT {ms(p.tpot_s)}"
-            if p.tpot_s
-            else f"prefill {ms(p.e2e_s)}"
-        ),
-        used,
-    )
+            put("performance.tokens_per_s_per_user", p.tokens_per_s_per_user, "Output tokens/s per user",
+                lambda i: f"1 / TPOT = 1 / {ms(at(i)[1].tpot_s)}")  # fmt: skip
+    put("performance.e2e_latency_s", p.e2e_s, "End-to-end request latency", lambda i: _e2e_formula(*at(i)))
     if want("performance.tokens_per_s"):
-        v["performance.tokens_per_s"] = q(
-            p.tokens_per_s,
-            "tokens/s",
-            "Throughput (output tokens, all GPUs)" if gen else "Throughput (input tokens, all GPUs)",
-            lambda: (
-                (
-                    f"{inp.dp} replicas x {b} sequences / TPOT {ms(p.tpot_s)}"
-                    if p.tpot_s and policy != "static batching"
-                    else f"{inp.dp} replicas x {b} x {gen or s} tokens per cycle"
-                )
-                + f" = {p.tokens_per_s:,.0f}"
-            ),
-            used,
-            note=_efficiency_text(central) + mfu_note,
-        )
+        label = "Throughput (output tokens, all GPUs)" if makes else "Throughput (input tokens, all GPUs)"
+        put("performance.tokens_per_s", p.tokens_per_s, label, lambda i: _throughput_formula(*at(i), policy),
+            note=_efficiency_text(central) + mfu_note)  # fmt: skip
     if want("performance.tokens_per_s_low"):
-        v["performance.tokens_per_s_low"] = q(
-            slow.tokens_per_s,
-            "tokens/s",
-            "Throughput, pessimistic",
-            lambda: "all assumptions at the slow end of their range",
-            used,
-        )
+        put("performance.tokens_per_s_low", slow.tokens_per_s, "Throughput, pessimistic", slow_end)
     if want("performance.tokens_per_s_high"):
-        v["performance.tokens_per_s_high"] = q(
-            fast.tokens_per_s,
-            "tokens/s",
-            "Throughput, optimistic",
-            lambda: "all assumptions at the fast end of their range",
-            used,
-        )
+        put("performance.tokens_per_s_high", fast.tokens_per_s, "Throughput, optimistic", fast_end)
     if want("performance.tokens_per_s_per_gpu"):
-        v["performance.tokens_per_s_per_gpu"] = q(
-            p.tokens_per_s_per_gpu,
-            "tokens/s",
-            "Throughput per GPU",
-            lambda: f"{p.tokens_per_s:,.0f} / {p.gpus} GPUs",
-            used,
-        )
+        put("performance.tokens_per_s_per_gpu", p.tokens_per_s_per_gpu, "Throughput per GPU",
+            lambda i: f"{at(i)[1].tokens_per_s:,.0f} / {at(i)[1].gpus} GPUs")  # fmt: skip
     if want("performance.input_tokens_per_s"):
-        v["performance.input_tokens_per_s"] = q(
-            p.input_tokens_per_s,
-            "tokens/s",
-            "Prompt tokens processed per second",
-            lambda: f"{p.requests_per_s:.4g} requests/s x {s} prompt tokens",
-            used,
-        )
+        put("performance.input_tokens_per_s", p.input_tokens_per_s, "Prompt tokens processed per second",
+            lambda i: f"{at(i)[1].requests_per_s:.4g} requests/s x {at(i)[0].seq_len} prompt tokens")  # fmt: skip
     if want("performance.requests_per_s"):
-        v["performance.requests_per_s"] = q(
-            p.requests_per_s,
-            "requests/s",
-            "Requests completed per second",
-            lambda: (
-                f"{p.tokens_per_s:,.0f} tokens/s / {gen or s} tokens per request"
-                if gen
-                else f"{p.tokens_per_s:,.0f} / {s}"
-            ),
-            used,
-        )
+        put("performance.requests_per_s", p.requests_per_s, "Requests completed per second",
+            lambda i: _requests_formula(*at(i)))  # fmt: skip
     if want("performance.prefill_s"):
-        v["performance.prefill_s"] = q(
-            p.prefill_s,
-            "s",
-            "Prefill of one prompt",
-            lambda: f"{s} tokens alone on one replica: {_prefill_text(inp, central)}",
-            used,
-        )
+        put("performance.prefill_s", p.prefill_s, "Prefill of one prompt",
+            lambda i: f"{at(i)[0].seq_len} tokens alone on one replica: {_prefill_text(at(i)[0], central)}")  # fmt: skip
     if want("performance.decode_step_s"):
-        v["performance.decode_step_s"] = (
-            q(
-                p.decode_step_s,
-                "s",
-                "One decode step (whole batch)",
-                lambda: f"batch {b}, no prompt stalls",
-                used,
-            )
-            if p.decode_step_s is not None
-            else null("One decode step (whole batch)", "s", "the model generates no tokens")
-        )
+        if p.decode_step_s is not None:
+            put("performance.decode_step_s", p.decode_step_s, "One decode step (whole batch)",
+                lambda i: f"batch {at(i)[1].batch}, no prompt stalls")  # fmt: skip
+        else:
+            v["performance.decode_step_s"] = _null_column("One decode step (whole batch)", "s", "the model generates no tokens")
     if want("performance.prefill_time_fraction"):
-        v["performance.prefill_time_fraction"] = q(
-            p.prefill_share,
-            "fraction",
-            "Share of GPU time spent on prompts",
-            lambda: f"{policy}: {p.prefill_share:.3f}",
-            used,
-        )
-    if p.spec_tokens_per_step is None:
-        if want("performance.speculative_tokens_per_step"):
-            v["performance.speculative_tokens_per_step"] = null(
+        put("performance.prefill_time_fraction", p.prefill_share, "Share of GPU time spent on prompts",
+            lambda i: f"{policy}: {at(i)[1].prefill_share:.3f}")  # fmt: skip
+    if want("performance.speculative_tokens_per_step"):
+        if p.spec_tokens_per_step is None:
+            v["performance.speculative_tokens_per_step"] = _null_column(
                 "Tokens per speculative step", "tokens", "speculative decoding is off"
             )
-    else:
-        k, alpha = inp.spec_tokens, inp.spec_acceptance
-        if want("performance.speculative_tokens_per_step"):
-            v["performance.speculative_tokens_per_step"] = q(
-                p.spec_tokens_per_step,
-                "tokens",
-                "Tokens per speculative step",
-                lambda: (
-                    f"(1 - {alpha:g}^({k}+1)) / (1 - {alpha:g}) = {p.spec_tokens_per_step:.3f} "
-                    "(Leviathan et al. 2023)"
-                ),
-            )
-    if p.prefill_gpus is None:
-        if want("performance.disagg_prefill_gpus"):
-            v["performance.disagg_prefill_gpus"] = null(
-                "Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs"
-            )
-    else:
-        if want("performance.disagg_prefill_gpus"):
-            v["performance.disagg_prefill_gpus"] = q(
-                p.prefill_gpus,
-                "GPUs",
-                "Prefill pool GPUs (disaggregated)",
-                lambda: (
-                    f"ceil({p.requests_per_s:.4g} requests/s x prefill {ms(p.prefill_s)}) replicas x "
-                    f"{inp.tp * inp.pp} GPUs"
-                ),
-                used,
-            )
+        else:
+            k, alpha, spec = inp.spec_tokens, inp.spec_acceptance, p.spec_tokens_per_step
+            put("performance.speculative_tokens_per_step", spec, "Tokens per speculative step",
+                f"(1 - {alpha:g}^({k}+1)) / (1 - {alpha:g}) = {spec:.3f} (Leviathan et al. 2023)", ())  # fmt: skip
+    if want("performance.disagg_prefill_gpus"):
+        if p.prefill_gpus is None:
+            v["performance.disagg_prefill_gpus"] = _null_column("Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs")
+        else:
+            put("performance.disagg_prefill_gpus", p.prefill_gpus, "Prefill pool GPUs (disaggregated)",
+                lambda i: _disagg_formula(*at(i)))  # fmt: skip
     if want("performance.gpus"):
-        v["performance.gpus"] = q(
-            p.gpus,
-            "GPUs",
-            "GPUs the throughput needs",
-            lambda: f"{inp.num_gpus} serving" + (f" + {p.prefill_gpus} prefill" if p.prefill_gpus else ""),
-        )
-    peak_all = p.gpus * inp.peak_flops
+        put("performance.gpus", p.gpus, "GPUs the throughput needs", lambda i: _gpus_formula(*at(i)), ())
     if want("performance.mfu"):
-        v["performance.mfu"] = q(
-            p.model_flops_per_s / peak_all if peak_all else None,
-            "fraction",
-            "Model FLOPs utilization while serving",
-            lambda: (
-                f"{g(p.model_flops_per_s)} FLOP/s (decode + prefill) / ({p.gpus} x {g(inp.peak_flops)} FLOP/s)"
-            ),
-            used,
-        )
+        put("performance.mfu", _mfu(p, inp), "Model FLOPs utilization while serving", lambda i: _mfu_formula(*at(i)))
     if want("performance.bound"):
-        v["performance.bound"] = q(
-            p.bound,
-            "",
-            "What bounds serving",
-            lambda: f"largest term of the {'prompt' if p.prefill_share > 0.5 else 'decode'} pass",
-        )
+        put("performance.bound", p.bound, "What bounds serving",
+            lambda i: f"largest term of the {'prompt' if at(i)[1].prefill_share > 0.5 else 'decode'} pass", ())  # fmt: skip
     if want("performance.gpu_utilization"):
-        v["performance.gpu_utilization"] = q(
-            p.busy,
-            "fraction",
-            "GPU busy fraction",
-            lambda: "time in kernels / time (communication and per-step overhead idle)",
-            used,
-        )
-    v.update(simulated_outputs(sc, inp, central, used, ctx.wanted))
-    v.update(not_applicable_to("training", "inference scenario: no training step"))
+        put("performance.gpu_utilization", p.busy, "GPU busy fraction",
+            "time in kernels / time (communication and per-step overhead idle)")  # fmt: skip
+    v.update(_simulated(sc, inp, central, used, wanted, src.n))
+    v.update(_not_for_training())
 
-    if p.fits is False:
-        warnings.append(
-            Warning(
-                "batch-exceeds-kv-cache",
-                f"{b} concurrent sequences of {s} + {gen} tokens exceed the KV cache, which holds "
-                f"{inp.max_concurrency:.0f} per replica: the server would queue or preempt requests",
-                fix="lower --batch, add GPUs, or use --kv-dtype fp8",
+    warnings: list[PointWarning] = []
+    fits = p.fits
+    if fits is not None:
+        too_many = ~fits if isinstance(fits, np.ndarray) else fits is False
+        if np.any(too_many):
+            warnings.append(
+                PointWarning(
+                    "batch-exceeds-kv-cache",
+                    lambda i: _kv_message(*at(i)),
+                    fix="lower --batch, add GPUs, or use --kv-dtype fp8",
+                    where=too_many if isinstance(too_many, np.ndarray) else None,
+                )
             )
-        )
-    idle_gpus(sc, warnings)
-    kernel_profile_warning(ctx.cluster.accelerator.name, inp.profile, warnings)
-    return Outputs(v, warnings)
+    fixed: list[Warning] = []
+    idle_gpus(sc, fixed)
+    kernel_profile_warning(src.cluster.accelerator.name, inp.profile, fixed)
+    warnings.extend(PointWarning(w.code, w.message, w.severity, w.fix) for w in fixed)
+    return PointOutputs(v, warnings)
 
+
+# --- parts of the group's keys ------------------------------------------------------------------
+
+
+def _mfu(p: ServePoint, inp: InferenceInputs) -> Any:
+    """Model FLOP/s over the peak of the GPUs the throughput needs (None where the peak is unknown)."""
+    peak_all = p.gpus * inp.peak_flops
+    if isinstance(peak_all, np.ndarray):
+        if peak_all.all():
+            return p.model_flops_per_s / peak_all
+        ratio = np.array([None] * len(peak_all), dtype=object)
+        known = peak_all != 0
+        ratio[known] = (np.broadcast_to(p.model_flops_per_s, peak_all.shape)[known] / peak_all[known]).tolist()
+        return ratio
+    return p.model_flops_per_s / peak_all if peak_all else None
+
+
+def _simulated(
+    sc: Any, inp: InferenceInputs, eff: E.Efficiency, used: tuple[str, ...], wanted: frozenset[str] | None, n: int
+) -> dict[str, Column]:
+    """The ``performance.sim.*`` keys: one simulation per point when the scenario sets a load
+    (each point's own request stream), the same empty keys for every point otherwise."""
+    sv = sc.serving
+    asked = sv.arrival_rate is not None or sv.trace is not None or sv.slo_ttft_s is not None or sv.slo_tpot_s is not None
+    if not asked:
+        if wanted is not None and not any(key in wanted for key in K.SIMULATED):
+            return {}
+        return _not_simulated(used)
+    if n == 1:
+        return {key: _column_of(q) for key, q in simulated_outputs(sc, inp, eff, used, wanted).items()}
+    per_point = [simulated_outputs(sc, inp.at(i), eff, used, wanted) for i in range(n)]
+    return {key: QuantityColumn([out[key] for out in per_point]) for key in per_point[0]}
+
+
+@cache
+def _not_simulated(used: tuple[str, ...]) -> Mapping[str, Column]:
+    """The simulated keys of a scenario that sets no load: empty with the reason, in every group."""
+    return {
+        key: SharedColumn(FixedQuantity(None, K.unit(key), K.LABELS[key], NOT_ASKED, used, note=NOT_ASKED))
+        for key in K.SIMULATED
+    }
+
+
+@cache
+def _not_for_training() -> Mapping[str, Column]:
+    """The training keys, empty with the reason: the same columns for every serving group."""
+    return {key: _column_of(q) for key, q in not_applicable_to("training", "inference scenario: no training step").items()}
+
+
+@cache
+def _null_column(label: str, unit: str, why: str) -> Column:
+    return _column_of(null(label, unit, why))
+
+
+def _column_of(quantity: Quantity) -> Column:
+    """A quantity every point shares, as a column."""
+    if isinstance(quantity, FixedQuantity):
+        return SharedColumn(quantity)
+    return SharedColumn(FixedQuantity(quantity.value, quantity.unit, quantity.label, quantity.formula,
+                                      quantity.assumptions, quantity.note))  # fmt: skip
+
+
+def _merged(n: int, parts: list[tuple[np.ndarray, PointOutputs]]) -> PointOutputs:
+    """Outputs of sub-groups (each with the indices of its points in the group) as one group's:
+    each key point by point as its sub-group gave it, warnings with their masks moved over.
+    A key that only one sub-group has was not asked for (the other left it out): dropped."""
+    slots: list[tuple[int, int]] = [(0, 0)] * n  # point -> (part, position in the part)
+    for part, (idx, _) in enumerate(parts):
+        for position, i in enumerate(idx.tolist()):
+            slots[i] = (part, position)
+    keys = [key for key in parts[0][1].values if all(key in out.values for _, out in parts[1:])]
+    values: dict[str, Column] = {}
+    for key in keys:
+        columns = [out.values[key] for _, out in parts]
+        values[key] = QuantityColumn([columns[part].quantity(position) for part, position in slots])
+    warnings = []
+    for part, (idx, out) in enumerate(parts):
+        for w in out.warnings:
+            where = np.zeros(n, dtype=bool)
+            where[idx] = True if w.where is None else w.where
+            message = w.message
+            if callable(message):
+                message = _shifted(message, slots)
+            warnings.append(PointWarning(w.code, message, w.severity, w.fix, where))
+    return PointOutputs(values, warnings)
+
+
+def _shifted(message: Callable[[int], str], slots: list[tuple[int, int]]) -> Callable[[int], str]:
+    return lambda i: message(slots[i][1])
+
+
+# --- texts ----------------------------------------------------------------------------------------
 
 _EFFICIENCY_TEXT: dict[int, tuple[E.Efficiency, str]] = {}
 
@@ -297,10 +284,8 @@ def _efficiency_text(eff: E.Efficiency) -> str:
     return text
 
 
-
-
 def _policy(inp: InferenceInputs) -> str:
-    if not inp.generates or not inp.gen_len:
+    if not generating(inp):
         return "prefill only"
     if inp.disaggregated:
         return "disaggregated prefill/decode"
@@ -351,6 +336,50 @@ def _tpot_formula(inp: InferenceInputs, p: ServePoint, eff: E.Efficiency) -> str
     if p.prefill_share and _policy(inp).startswith("continuous"):
         text += f"; + prompt stalls ({p.prefill_share:.1%} of time)"
     return text + f" = {ms(p.tpot_s)}"
+
+
+def _e2e_formula(inp: InferenceInputs, p: ServePoint) -> str:
+    if p.tpot_s:
+        return f"TTFT {ms(p.ttft_s)} + ({inp.gen_len} - 1) x TPOT {ms(p.tpot_s)}"
+    return f"prefill {ms(p.e2e_s)}"
+
+
+def _throughput_formula(inp: InferenceInputs, p: ServePoint, policy: str) -> str:
+    gen = inp.gen_len
+    if p.tpot_s and policy != "static batching":
+        text = f"{inp.dp} replicas x {inp.batch} sequences / TPOT {ms(p.tpot_s)}"
+    else:
+        text = f"{inp.dp} replicas x {inp.batch} x {gen or inp.seq_len} tokens per cycle"
+    return text + f" = {p.tokens_per_s:,.0f}"
+
+
+def _requests_formula(inp: InferenceInputs, p: ServePoint) -> str:
+    gen, s = inp.gen_len, inp.seq_len
+    if gen:
+        return f"{p.tokens_per_s:,.0f} tokens/s / {gen or s} tokens per request"
+    return f"{p.tokens_per_s:,.0f} / {s}"
+
+
+def _disagg_formula(inp: InferenceInputs, p: ServePoint) -> str:
+    return (
+        f"ceil({p.requests_per_s:.4g} requests/s x prefill {ms(p.prefill_s)}) replicas x "
+        f"{inp.tp * inp.pp} GPUs"
+    )
+
+
+def _gpus_formula(inp: InferenceInputs, p: ServePoint) -> str:
+    return f"{inp.num_gpus} serving" + (f" + {p.prefill_gpus} prefill" if p.prefill_gpus else "")
+
+
+def _mfu_formula(inp: InferenceInputs, p: ServePoint) -> str:
+    return f"{g(p.model_flops_per_s)} FLOP/s (decode + prefill) / ({p.gpus} x {g(inp.peak_flops)} FLOP/s)"
+
+
+def _kv_message(inp: InferenceInputs, p: ServePoint) -> str:
+    return (
+        f"{inp.batch} concurrent sequences of {inp.seq_len} + {inp.gen_len} tokens exceed the KV cache, which holds "
+        f"{inp.max_concurrency:.0f} per replica: the server would queue or preempt requests"
+    )
 
 
 def kernel_breakdown(k: PassKernels, inp: InferenceInputs) -> str:

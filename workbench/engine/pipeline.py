@@ -22,8 +22,10 @@ from workbench.engine.points import (
     PointsContext,
     PointValues,
     PointWarning,
+    QuantityColumn,
+    SharedColumn,
     Varies,
-    is_array_estimator,
+    runs_as_arrays,
 )
 from workbench.engine.points_estimate import GroupEstimate, PerPointWarnings, PointsEstimate, SplitEstimate
 from workbench.engine.guard import PluginFault, is_user_interrupt
@@ -33,7 +35,7 @@ from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity,
 #: Value types accepted without a closer look (any other Quantity subclass is checked one by one).
 _QUANTITY_TYPES = frozenset({Quantity, FixedQuantity})
 #: Column types accepted without a closer look.
-_COLUMN_TYPES = frozenset({Column})
+_COLUMN_TYPES = frozenset({Column, QuantityColumn, SharedColumn})
 #: One planned estimator: itself, its needs, and its declared keys as a set (built once per plan).
 _Step = tuple[Estimator, frozenset[str], frozenset[str]]
 
@@ -136,11 +138,12 @@ class Engine:
         self._plans[key] = plan
         return plan
 
-    def runs_point_by_point(self, wanted: Iterable[str] | None = None) -> bool:
-        """Whether a run for ``wanted`` has a scalar estimator (run once per point of a group):
-        worth spreading big groups over processes. Array estimators alone are cheaper in one."""
+    def runs_point_by_point(self, wanted: Iterable[str] | None = None, scenario: Scenario | None = None) -> bool:
+        """Whether a run for ``wanted`` (of ``scenario``, when given) has an estimator that runs once
+        per point of a group: worth spreading big groups over processes. Array estimators alone are
+        cheaper in one."""
         steps, _ = self._steps_for(wanted if wanted is None else tuple(wanted))
-        return any(not is_array_estimator(est) for est, _, _ in steps)
+        return any(not runs_as_arrays(est, scenario) for est, _, _ in steps)
 
     def _parameters(self, model: ModelArchitecture) -> ParameterCount:
         """Parameter counts per model, cached: sweeps estimate one model thousands of times."""
@@ -270,7 +273,7 @@ class Engine:
                 failed_keys.update(produces)
                 continue
             try:
-                if is_array_estimator(est):
+                if runs_as_arrays(est, scenario):
                     out = est.estimate_points(ctx)  # type: ignore[attr-defined]
                     self._check_columns(est.info.id, produces, out.values, n)
                     columns.add_columns(out.values)

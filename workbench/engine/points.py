@@ -26,7 +26,7 @@ import numpy as np
 
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.estimator import EstimatorInfo
-from workbench.engine.quantity import Quantity, Value, Warning
+from workbench.engine.quantity import FixedQuantity, Quantity, Value, Warning
 
 if TYPE_CHECKING:
     from workbench.core.hardware import Accelerator, Cluster
@@ -203,8 +203,46 @@ class QuantityColumn(Column):
         raise AttributeError(name)
 
 
+class SharedColumn(Column):
+    """A column that reads the same at every point of every group it sits in (one value, final
+    text), made once by an estimator and reused: each point gets the same read-only quantity."""
+
+    __slots__ = ("_shared",)
+
+    def __init__(self, quantity: FixedQuantity) -> None:  # noqa: D107
+        super().__init__(quantity.value, quantity.unit, quantity.label, quantity.formula, quantity.assumptions,
+                         quantity.note)  # fmt: skip
+        self._shared = quantity
+
+    def quantity(self, i: int) -> Quantity:
+        return self._shared
+
+    def take(self, i: int) -> Column:
+        return self
+
+
 #: Shorthand used by array estimators, as ``q`` is for scalar ones.
 col = Column
+
+
+def column_for(
+    n: int,
+    values: Any,
+    unit: str = "",
+    label: str = "",
+    formula: PointFormula = None,
+    assumptions: tuple[str, ...] = (),
+    note: str = "",
+) -> Column:
+    """A :class:`Column` for a group of ``n`` points; for a group of one (a single estimate), the
+    point's quantity itself in a :class:`QuantityColumn`, which the estimate then hands out as it
+    is: an estimator with many keys keeps a single estimate as cheap as the scalar protocol."""
+    if n != 1:
+        return Column(values, unit, label, formula, assumptions, note)
+    if isinstance(values, np.ndarray):
+        values = _python(values[0])
+    lazy = partial(formula, 0) if callable(formula) else formula
+    return QuantityColumn((Quantity(values, unit, label, lazy, assumptions, note),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +308,9 @@ class PointsContext:
 
 @runtime_checkable
 class ArrayEstimator(Protocol):
-    """An estimator over point groups. It may also define ``needs_by_key`` (see the scalar one)."""
+    """An estimator over point groups. It may also define ``needs_by_key`` (see the scalar one),
+    and ``vectorizes(scenario) -> bool``: False for the scenarios it does not run as arrays (yet),
+    which the engine then runs through its scalar ``estimate``, point by point."""
 
     info: EstimatorInfo
 
@@ -279,6 +319,17 @@ class ArrayEstimator(Protocol):
 
 def is_array_estimator(estimator: object) -> bool:
     return callable(getattr(estimator, "estimate_points", None))
+
+
+def runs_as_arrays(estimator: object, scenario: Scenario | None) -> bool:
+    """Whether the engine runs ``estimator`` over a whole point group of ``scenario`` (None: any
+    scenario it may be asked about) rather than point by point."""
+    if not is_array_estimator(estimator):
+        return False
+    vectorizes = getattr(estimator, "vectorizes", None)
+    if vectorizes is None:
+        return True
+    return scenario is not None and bool(vectorizes(scenario))
 
 
 class GroupResults(Mapping[str, Column]):

@@ -287,7 +287,7 @@ def sweep_chunks(
         workers > 1
         and total >= PARALLEL_THRESHOLD
         and "fork" in mp.get_all_start_methods()
-        and engine.runs_point_by_point(keys)
+        and engine.runs_point_by_point(keys, base)
     )
     pool = None
     try:

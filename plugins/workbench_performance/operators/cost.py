@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from workbench_performance.arrays import power
 from workbench_performance.operators.graph import ForwardGraph
 from workbench_performance.operators.profiles import KernelProfile
 
@@ -219,7 +220,7 @@ def _rows_and_count(ga: GraphArrays, tokens, prompts, ep: int, load_imbalance: f
     if graph.num_experts:
         # Routed rows on this rank: tokens x top_k (each EP rank's tokens spread over all ranks);
         # the experts they touch (uniform routing) each get rows / touched of them.
-        share = 1.0 - (1.0 - graph.top_k / graph.num_experts) ** np.maximum(t_col * ep, 0.0)
+        share = 1.0 - power(1.0 - graph.top_k / graph.num_experts, np.maximum(t_col * ep, 0.0))
         routed = t_col * graph.top_k * graph.local_experts * ep / graph.num_experts
         touched_experts = np.maximum(graph.local_experts * share, 1e-9)
         # The grouped GEMM waits for the busiest rank: load_imbalance x its average rows.

@@ -1,0 +1,70 @@
+"""Arithmetic on a number or an array of configurations, with the same expressions.
+
+The serving and training models run on one configuration (plain Python floats: a single estimate
+in the window stays in pure Python, microseconds) or on a point group (numpy arrays of one entry
+per configuration: a sweep costs one call). Python's ``max``/``min``/``math.ceil`` and ``if`` do
+not take arrays and numpy's functions are slow on plain numbers, so the models call these
+instead. Both kinds give bit-identical IEEE results (``max`` and ``np.maximum`` of two doubles
+are the same double), which the array/single equivalence test holds them to.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+Num = Any  # float | int | np.ndarray: one configuration's number, or one per configuration
+
+
+def is_array(*values: Num) -> bool:
+    return any(isinstance(v, np.ndarray) for v in values)
+
+
+_ndarray = np.ndarray
+
+
+def maximum(a: Num, b: Num) -> Num:
+    # type() rather than isinstance: called dozens of times per single estimate
+    return max(a, b) if type(a) is not _ndarray and type(b) is not _ndarray else np.maximum(a, b)
+
+
+def minimum(a: Num, b: Num) -> Num:
+    return min(a, b) if type(a) is not _ndarray and type(b) is not _ndarray else np.minimum(a, b)
+
+
+def ceil(a: Num) -> Num:
+    """Ceiling as an integer: ``math.ceil`` of a number, int64 of an array."""
+    return np.ceil(a).astype(np.int64) if isinstance(a, np.ndarray) else math.ceil(a)
+
+
+def where(cond: Num, a: Num, b: Num) -> Num:
+    """``a`` where ``cond`` holds, else ``b`` (``a if cond else b`` for one configuration)."""
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def select(conds: list[Num], choices: list[Any], default: Any) -> Any:
+    """The first choice whose condition holds (``np.select`` over arrays, ``if``/``elif`` otherwise)."""
+    if any(isinstance(c, np.ndarray) for c in conds):
+        return np.select(conds, choices, default)
+    for cond, choice in zip(conds, choices):
+        if cond:
+            return choice
+    return default
+
+
+def power(base: float, exponent: Num) -> Num:
+    """``base ** exponent``, each entry by the C library's ``pow`` (as Python computes it).
+
+    numpy's array ``power`` (and ``exp``/``log``) use SIMD approximations that differ from
+    ``pow`` in the last bit for a few percent of inputs, and depend on the CPU; a point of a group
+    must read exactly as its single estimate on every machine, so arrays go entry by entry.
+    """
+    base = float(base)
+    if isinstance(exponent, np.ndarray):
+        flat = exponent.ravel().tolist()
+        return np.fromiter((base**e for e in flat), dtype=float, count=len(flat)).reshape(exponent.shape)
+    return base ** float(exponent)
