@@ -11,6 +11,7 @@ are the same double), which the array/single equivalence test holds them to.
 from __future__ import annotations
 
 import math
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -68,3 +69,18 @@ def power(base: float, exponent: Num) -> Num:
         flat = exponent.ravel().tolist()
         return np.fromiter((base**e for e in flat), dtype=float, count=len(flat)).reshape(exponent.shape)
     return base ** float(exponent)
+
+
+def point_of(obj: Any, i: int) -> Any:
+    """A dataclass of figures with every per-point array replaced by its entry ``i`` as a Python
+    number (the object itself when it holds no array): what a formula of point ``i`` reads."""
+    per_point = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    per_point = {name: v for name, v in per_point.items() if isinstance(v, np.ndarray)}
+    if not per_point:
+        return obj
+    return replace(obj, **{name: v[i].item() for name, v in per_point.items()})
+
+
+def has_arrays(obj: Any) -> bool:
+    """Whether a dataclass of figures holds a per-point array."""
+    return any(isinstance(getattr(obj, f.name), np.ndarray) for f in fields(obj))

@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from workbench.engine.assumptions import Assumption, AssumptionSet
+from workbench_performance.arrays import Num, maximum, minimum, point_of, where
 
 MATMUL = "perf.kernel_efficiency_scale"
 BANDWIDTH = "perf.bandwidth_efficiency_scale"
@@ -197,6 +200,10 @@ class Efficiency:
     #: the scenario's --mfu: replaces the compute efficiency of every kernel (None: the profile's)
     mfu: float | None = None
 
+    def at(self, i: int) -> Efficiency:
+        """Point ``i``'s efficiencies (itself unless drawn assumption values made some arrays)."""
+        return point_of(self, i)
+
 
 _FIELDS = (
     MATMUL,
@@ -214,10 +221,10 @@ _FIELDS = (
 NARROW_DTYPES = frozenset({"fp8", "int8", "fp6", "fp4", "int4"})
 
 
-def _clamp(ident: str, value: float) -> float:
+def _clamp(ident: str, value: Num) -> Num:
     if ident in (TP_OVERLAP, DP_OVERLAP, EP_OVERLAP, LINK):
-        return min(max(value, 0.0), 1.0)
-    return max(value, 0.0)
+        return minimum(maximum(value, 0.0), 1.0)
+    return maximum(value, 0.0)
 
 
 def efficiencies(
@@ -229,9 +236,14 @@ def efficiencies(
     the others keep their defaults. ``mfu`` (the scenario's override) replaces the compute
     efficiency of every kernel in all three: the user has said how fast they run, so that part
     carries no range of ours. (The profiles hold their 8-bit efficiencies per dtype.)
+    A point group that draws assumption values (a sensitivity swing, a Monte Carlo sample) gets
+    efficiencies whose drawn fields are arrays of one value per point.
     """
     ids = _READ[training]
-    return _resolve(tuple(_from(ids, assumptions.read(ids))), mfu)
+    values = tuple(_from(ids, assumptions.read(ids)))
+    if any(isinstance(v, np.ndarray) for v in values):
+        return _bounds(values, mfu)
+    return _resolve(values, mfu)
 
 
 def _from(ids: tuple[str, ...], values: tuple[float, ...]) -> list[float]:
@@ -241,6 +253,11 @@ def _from(ids: tuple[str, ...], values: tuple[float, ...]) -> list[float]:
 
 @lru_cache(maxsize=512)
 def _resolve(central_values: tuple[float, ...], mfu: float | None) -> tuple[Efficiency, Efficiency, Efficiency]:
+    return _bounds(central_values, mfu)
+
+
+def _bounds(central_values: tuple[Num, ...], mfu: float | None) -> tuple[Efficiency, Efficiency, Efficiency]:
+    """The central values and the ends of their ranges (numbers, or arrays over a point group)."""
     central = list(central_values)
     low, high = [], []
     for ident, value in zip(_FIELDS, central):
@@ -249,8 +266,8 @@ def _resolve(central_values: tuple[float, ...], mfu: float | None) -> tuple[Effi
         if default:
             scale = value / default
             lo, hi = lo * scale, hi * scale
-        elif value:
-            lo, hi = min(value, lo), max(value, hi)
+        else:  # a range in absolute terms, widened to take in a value set outside it
+            lo, hi = where(value != 0, minimum(value, lo), lo), where(value != 0, maximum(value, hi), hi)
         low.append(_clamp(ident, lo))
         high.append(_clamp(ident, hi))
     return Efficiency(*central, mfu=mfu), Efficiency(*low, mfu=mfu), Efficiency(*high, mfu=mfu)

@@ -63,6 +63,10 @@ class PerformanceEstimator:
         """Serving runs over whole point groups; training (not yet on arrays) point by point."""
         return not scenario.is_training
 
+    def takes_assumption_arrays(self, scenario: Scenario) -> bool:
+        """Serving takes drawn assumption values as arrays (one value per point)."""
+        return not scenario.is_training
+
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         return serving_columns(ctx)
 
@@ -89,6 +93,9 @@ class CommunicationEstimator:
 
     def vectorizes(self, scenario: Scenario) -> bool:
         """A serving step runs over whole point groups; a training step point by point."""
+        return not scenario.is_training
+
+    def takes_assumption_arrays(self, scenario: Scenario) -> bool:
         return not scenario.is_training
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:

@@ -30,12 +30,11 @@ build its input once with :func:`inference_inputs` from an estimate.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from workbench_performance.arrays import ceil, is_array, maximum, minimum, select
-
+from workbench_performance.arrays import ceil, is_array, maximum, minimum, point_of, select
 from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
 from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
@@ -319,9 +318,9 @@ def _draft_pass(inp: InferenceInputs, eff: Efficiency, batch: float) -> float:
     pp = inp.pp
     mb = maximum(batch / pp, 1.0) if pp > 1 else batch
     prof = inp.profile
-    bw = inp.bandwidth * min(prof.bandwidth_efficiency * eff.bandwidth, 1.0)
+    bw = inp.bandwidth * minimum(prof.bandwidth_efficiency * eff.bandwidth, 1.0)
     fill = minimum(mb / prof.tile_m, 1.0)
-    gemm = eff.mfu or min(prof.gemm_efficiency_for(inp.compute_dtype) * eff.matmul, 1.0)
+    gemm = eff.mfu or minimum(prof.gemm_efficiency_for(inp.compute_dtype) * eff.matmul, 1.0)
     t_mem = (inp.draft_weight_bytes + mb * inp.draft_bytes_per_seq) / bw
     t_comp = mb * inp.draft_flops_per_token / (inp.peak_flops * gemm * fill)
     return pp * maximum(t_mem, t_comp) + eff.step_overhead_s
@@ -455,15 +454,6 @@ def _busy(p: Pass):  # noqa: ANN202 - float, or an array over a point group
         return np.divide(kernel, time, out=np.zeros_like(time), where=time != 0)
     return kernel / time if time else 0.0
 
-
-def point_of(obj, i: int):  # noqa: ANN001, ANN201
-    """A dataclass of figures with every per-point array replaced by its entry ``i`` as a
-    Python number (the object itself when it holds no array)."""
-    per_point = {f.name: getattr(obj, f.name) for f in fields(obj)}
-    per_point = {name: v for name, v in per_point.items() if isinstance(v, np.ndarray)}
-    if not per_point:
-        return obj
-    return replace(obj, **{name: v[i].item() for name, v in per_point.items()})
 
 
 def throughput_latency_curve(

@@ -10,17 +10,33 @@ the single estimate of that point.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
-from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, QuantityColumn, SharedColumn, column_for
+from workbench.engine.points import (
+    Column,
+    PointOutputs,
+    PointsContext,
+    PointWarning,
+    QuantityColumn,
+    SharedColumn,
+    column_for,
+)
 from workbench.engine.quantity import FixedQuantity, Quantity, Warning
 from workbench_performance import efficiency as E
 from workbench_performance import keys as K
+from workbench_performance.arrays import has_arrays
 from workbench_performance.communication import forward_comm
-from workbench_performance.inference import InferenceInputs, ServePoint, decode_kernels, generating, prefill_kernels, serve
+from workbench_performance.inference import (
+    InferenceInputs,
+    ServePoint,
+    decode_kernels,
+    generating,
+    prefill_kernels,
+    serve,
+)
 from workbench_performance.inputs import INFERENCE_NUMBERS, PointSource, inference_inputs
 from workbench_performance.operators.cost import PassKernels
 from workbench_performance.serving_simulation import NOT_ASKED, simulated_outputs
@@ -56,7 +72,6 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
     fast = serve(inp, high, batch) if bounds else None
     used = E.assumption_ids(training=False)
     v: dict[str, Column] = {}
-    s, gen = inp.seq_len, inp.gen_len
     makes = generating(inp)
     policy = _policy(inp)
     mfu_note = " (--mfu replaces every kernel's compute efficiency)" if sc.mfu is not None else ""
@@ -67,6 +82,10 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
 
     def at(i: int) -> tuple[InferenceInputs, ServePoint]:
         return inp.at(i), p.at(i)
+
+    # drawn assumption values (a sensitivity swing, a Monte Carlo sample) make the efficiencies
+    # arrays: each point's texts then read its own
+    drawn = has_arrays(central)
 
     fast_end, slow_end = "all assumptions at the fast end of their range", "all assumptions at the slow end of their range"
     if want("performance.ttft_s"):
@@ -87,7 +106,7 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
     else:
         if want("performance.tpot_s"):
             put("performance.tpot_s", p.tpot_s, "Time per output token",
-                lambda i: _tpot_formula(*at(i), central), note=policy + mfu_note)  # fmt: skip
+                lambda i: _tpot_formula(*at(i), central.at(i)), note=policy + mfu_note)  # fmt: skip
         if want("performance.tpot_s_low"):
             put("performance.tpot_s_low", fast.tpot_s, "TPOT, optimistic", fast_end)
         if want("performance.tpot_s_high"):
@@ -98,8 +117,15 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
     put("performance.e2e_latency_s", p.e2e_s, "End-to-end request latency", lambda i: _e2e_formula(*at(i)))
     if want("performance.tokens_per_s"):
         label = "Throughput (output tokens, all GPUs)" if makes else "Throughput (input tokens, all GPUs)"
-        put("performance.tokens_per_s", p.tokens_per_s, label, lambda i: _throughput_formula(*at(i), policy),
-            note=_efficiency_text(central) + mfu_note)  # fmt: skip
+        formula = lambda i: _throughput_formula(*at(i), policy)  # noqa: E731
+        if drawn:
+            v["performance.tokens_per_s"] = QuantityColumn([
+                Quantity(p.tokens_per_s[i].item(), K.unit("performance.tokens_per_s"), label, partial(formula, i), used,
+                         _efficiency_words(central.at(i)) + mfu_note)
+                for i in range(n)
+            ])  # fmt: skip
+        else:
+            put("performance.tokens_per_s", p.tokens_per_s, label, formula, note=_efficiency_text(central) + mfu_note)
     if want("performance.tokens_per_s_low"):
         put("performance.tokens_per_s_low", slow.tokens_per_s, "Throughput, pessimistic", slow_end)
     if want("performance.tokens_per_s_high"):
@@ -115,7 +141,7 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
             lambda i: _requests_formula(*at(i)))  # fmt: skip
     if want("performance.prefill_s"):
         put("performance.prefill_s", p.prefill_s, "Prefill of one prompt",
-            lambda i: f"{at(i)[0].seq_len} tokens alone on one replica: {_prefill_text(at(i)[0], central)}")  # fmt: skip
+            lambda i: f"{at(i)[0].seq_len} tokens alone on one replica: {_prefill_text(at(i)[0], central.at(i))}")  # fmt: skip
     if want("performance.decode_step_s"):
         if p.decode_step_s is not None:
             put("performance.decode_step_s", p.decode_step_s, "One decode step (whole batch)",
@@ -202,7 +228,7 @@ def _simulated(
         return _not_simulated(used)
     if n == 1:
         return {key: _column_of(q) for key, q in simulated_outputs(sc, inp, eff, used, wanted).items()}
-    per_point = [simulated_outputs(sc, inp.at(i), eff, used, wanted) for i in range(n)]
+    per_point = [simulated_outputs(sc, inp.at(i), eff.at(i), used, wanted) for i in range(n)]
     return {key: QuantityColumn([out[key] for out in per_point]) for key in per_point[0]}
 
 
@@ -274,14 +300,18 @@ def _efficiency_text(eff: E.Efficiency) -> str:
     hit = _EFFICIENCY_TEXT.get(id(eff))
     if hit is not None and hit[0] is eff:
         return hit[1]
-    text = (
-        f"kernel profile x {eff.matmul:g} (compute), x {eff.bandwidth:g} (bandwidth), "
-        f"overhead {ms(eff.step_overhead_s)}"
-    )
+    text = _efficiency_words(eff)
     if len(_EFFICIENCY_TEXT) > 256:
         _EFFICIENCY_TEXT.clear()
     _EFFICIENCY_TEXT[id(eff)] = (eff, text)
     return text
+
+
+def _efficiency_words(eff: E.Efficiency) -> str:
+    return (
+        f"kernel profile x {eff.matmul:g} (compute), x {eff.bandwidth:g} (bandwidth), "
+        f"overhead {ms(eff.step_overhead_s)}"
+    )
 
 
 def _policy(inp: InferenceInputs) -> str:

@@ -171,3 +171,76 @@ def test_point_fields_are_checked() -> None:
         engine.run_points(resolved, {"batch_size": [1, 2], "seq_len": [5]})
     one = engine.run_points(resolved, {"batch_size": np.array([4])})
     assert one.estimate(0).resolved.scenario.batch_size == 4
+
+
+# --- groups that draw assumption values (a sensitivity swing, a Monte Carlo sample) ---------------
+
+#: Assumptions the serving speed model takes as arrays, and others read by estimators that do not
+#: (memory, cost): drawing one of those runs the group point by point.
+SERVING_DRAWN = (
+    "perf.kernel_efficiency_scale", "perf.bandwidth_efficiency_scale", "perf.step_overhead_s",
+    "moe.load_imbalance", "comm.bandwidth_efficiency", "comm.latency_intra_node_s", "comm.latency_inter_node_s",
+)  # fmt: skip
+NOT_ARRAYS = ("memory.fragmentation", "cost.idle_power_fraction")
+DRAW_GROUPS = 24
+
+
+def _draws(g: int) -> tuple[dict[str, Any], dict[str, list[int]], dict[str, list[float]], bool]:
+    rng = random.Random(20261125 + g)
+    serving = [b for b in BASES if "workload" not in b]
+    fields = {"model": rng.choice(MODELS), "gpu": rng.choice(GPUS), **rng.choice(serving)}
+    par = fields.get("parallel", {})
+    fields["num_gpus"] = par.get("tp", 1) * par.get("pp", 1) * par.get("dp", 1)
+    if g % 6 == 5:  # training reads them point by point
+        fields = {**fields, "workload": "pretrain", "serving": {}}
+    points = {"batch_size": [rng.choice((1, 4, 32, 128)) for _ in range(POINTS_PER_GROUP)]}
+    ids = rng.sample(SERVING_DRAWN, rng.randint(1, 3))
+    if g % 4 == 3:
+        ids.append(rng.choice(NOT_ARRAYS))
+    engine = _engine()
+    draws = {}
+    for ident in ids:
+        a = engine.assumptions[ident]
+        low, high = max(a.minimum, a.default * 0.5), min(a.maximum, a.default * 1.5 if a.default else 1e-4)
+        draws[ident] = [rng.uniform(low, high) for _ in range(POINTS_PER_GROUP)]
+    arrays = g % 6 != 5 and g % 4 != 3
+    return fields, points, draws, arrays
+
+
+@pytest.mark.parametrize("g", range(DRAW_GROUPS))
+def test_a_group_of_drawn_assumptions_equals_single_estimates_with_those_overrides(g: int) -> None:
+    fields, points, draws, arrays = _draws(g)
+    resolved = resolve(make_scenario(**fields))
+    engine = _engine()
+    group = engine.run_points(resolved, points, None, draws)
+    # arrays when every estimator that reads a drawn value takes arrays; point by point otherwise
+    assert isinstance(group, SplitEstimate) is not arrays, f"{fields} {sorted(draws)}"
+    for i in range(POINTS_PER_GROUP):
+        overrides = {ident: values[i] for ident, values in draws.items()}
+        scenario = resolved.scenario.model_copy(
+            update={"batch_size": points["batch_size"][i], "assumptions": {**resolved.scenario.assumptions, **overrides}}
+        )
+        alone = engine.run(ResolvedScenario(scenario, resolved.model, resolved.cluster))
+        got, want = _describe(group.estimate(i)), _describe(alone)
+        where = f"{fields} point {i}: {overrides}"
+        assert got["keys"].keys() == want["keys"].keys(), where
+        for key, (value, *rest) in want["keys"].items():
+            other, *other_rest = got["keys"][key]
+            assert _same(other, value), f"{where}: {key} = {other!r}, alone {value!r}"
+            assert other_rest == rest, f"{where}: the explanation of {key} differs"
+        assert got["warnings"] == want["warnings"], where
+        assert group.estimate(i).resolved.scenario == alone.resolved.scenario
+        assert group.estimate(i).assumptions_used() == alone.assumptions_used(), where
+
+
+def test_drawn_assumptions_are_checked() -> None:
+    resolved = resolve(make_scenario(model="llama-3.1-8b", gpu="h100-sxm"))
+    engine = _engine()
+    with pytest.raises(ValueError, match="not used by any estimator"):
+        engine.run_points(resolved, None, None, {"perf.no_such_thing": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="perf.kernel_efficiency_scale"):
+        engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5, 99.0]})
+    with pytest.raises(ValueError, match="one length"):
+        engine.run_points(resolved, {"batch_size": [1, 2, 3]}, None, {"perf.kernel_efficiency_scale": [0.5, 0.6]})
+    one = engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5]})
+    assert one.estimate(0).resolved.scenario.assumptions == {"perf.kernel_efficiency_scale": 0.5}

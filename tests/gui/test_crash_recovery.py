@@ -42,7 +42,8 @@ EDIT_AND_WAIT = textwrap.dedent("""
         if project_file:
             assert window.open_project(Path(project_file))
         error = window.controller.set_field("batch_size", 77)
-        print(json.dumps({"scenario": window.controller.current, "error": error}), flush=True)
+        # sys.__stdout__: a plugin running on the estimate worker swaps sys.stdout for stderr
+        print(json.dumps({"scenario": window.controller.current, "error": error}), file=sys.__stdout__, flush=True)
 
     QTimer.singleShot(300, edit)
     sys.exit(run_app([]))
@@ -81,7 +82,7 @@ RESTORE_AND_REPORT = textwrap.dedent("""
             "path": str(window.project_path) if window.project_path else None,
             "holds_lock": window._lock is not None and window._lock.held,
             "title": window.windowTitle(),
-        }), flush=True)
+        }), file=sys.__stdout__, flush=True)
         window.ask_before_discard = False
         window.close()
 

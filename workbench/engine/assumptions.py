@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,21 +85,32 @@ class AssumptionSet:
     Estimators read a dozen assumptions per estimate, thousands of estimates per sweep, so a read
     is one dict lookup: ``defaults`` (id -> default, built once by the engine) is shared by every
     set without overrides, and merged with the overrides otherwise. Never write to it.
+
+    ``varied`` (a point group that draws assumption values: a sensitivity swing, a Monte Carlo
+    sample) maps ids to float arrays of one value per point; reading such an id gives the array.
+    Only estimators that take assumption arrays are run on such a set (see
+    :meth:`~workbench.engine.pipeline.Engine.run_points`); :meth:`at` is point ``i``'s own set.
     """
 
-    __slots__ = ("_defs", "_overrides", "_values", "used")
+    __slots__ = ("_defs", "_overrides", "_values", "used", "_defaults", "varied")
 
     def __init__(
         self,
         definitions: Mapping[str, Assumption],
         overrides: Mapping[str, float],
         defaults: Mapping[str, float] | None = None,
+        varied: Mapping[str, Any] | None = None,
     ) -> None:
         self._defs = definitions
         self._overrides = overrides
         if defaults is None:
             defaults = default_values(definitions)
-        self._values = {**defaults, **overrides} if overrides else defaults
+        self._defaults = defaults
+        self.varied: Mapping[str, Any] = varied or {}
+        if varied:
+            self._values = {**defaults, **overrides, **varied}
+        else:
+            self._values = {**defaults, **overrides} if overrides else defaults
         self.used: set[str] = set()
 
     def __getitem__(self, ident: str) -> float:
@@ -112,10 +124,22 @@ class AssumptionSet:
         return tuple([values[i] for i in idents])
 
     def is_overridden(self, ident: str) -> bool:
-        return ident in self._overrides
+        return ident in self._overrides or ident in self.varied
 
     def definition(self, ident: str) -> Assumption:
         return self._defs[ident]
+
+    def overrides_at(self, i: int) -> dict[str, float]:
+        """The scenario's overrides with point ``i``'s drawn values on top."""
+        return {**self._overrides, **{ident: float(values[i]) for ident, values in self.varied.items()}}
+
+    def at(self, i: int) -> AssumptionSet:
+        """Point ``i``'s values as a set of plain numbers (sharing what the group run read)."""
+        if not self.varied:
+            return self
+        point = AssumptionSet(self._defs, self.overrides_at(i), self._defaults)
+        point.used = self.used
+        return point
 
 
 def index_assumptions(groups: Iterable[Iterable[Assumption]]) -> dict[str, Assumption]:

@@ -209,21 +209,74 @@ class Engine:
         resolved: ResolvedScenario,
         points: Mapping[str, Sequence[int] | np.ndarray] | None = None,
         wanted: Iterable[str] | None = None,
+        assumptions: Mapping[str, Sequence[float] | np.ndarray] | None = None,
     ) -> GroupEstimate:
         """Estimate a point group: ``resolved`` with each combination of the point fields given in
-        ``points`` (equal-length sequences; fields not given keep the scenario's value).
+        ``points`` (equal-length sequences; fields not given keep the scenario's value), and with
+        the assumption values given in ``assumptions`` (id -> one value per point, on top of the
+        scenario's own overrides): a sensitivity swing or a Monte Carlo sample is one group.
 
         Array estimators run once over the group; scalar ones once per point. When an estimator
         fails on a group of several points, the group is run again point by point, so that each
-        point's results, warnings and failures are exactly those of its own single estimate.
+        point's results, warnings and failures are exactly those of its own single estimate. A
+        group that draws assumptions one of its estimators cannot take as arrays is run point by
+        point too (each point with its values as the scenario's overrides).
         """
         n, given = _point_arrays(resolved.scenario, points)
-        result = self._run_group(resolved, given, n, wanted)
+        varied = self._assumption_arrays(assumptions, n if given else None)
+        if varied:
+            n = len(next(iter(varied.values())))
+            if n == 1:  # one draw: the scenario's own overrides, as its single estimate has them
+                return self.run_points(_with_overrides(resolved, 0, varied), given, wanted)
+            if not self._takes_arrays(resolved.scenario, varied, wanted):
+                return SplitEstimate([
+                    self._run_group(_with_overrides(resolved, i, varied), {k: v[i : i + 1] for k, v in given.items()},
+                                    1, wanted)
+                    for i in range(n)
+                ])  # fmt: skip
+        result = self._run_group(resolved, given, n, wanted, varied)
         if result.failures and n > 1:
-            return SplitEstimate(
-                [self._run_group(resolved, {k: v[i : i + 1] for k, v in given.items()}, 1, wanted) for i in range(n)]
-            )
+            return SplitEstimate([
+                self._run_group(_with_overrides(resolved, i, varied), {k: v[i : i + 1] for k, v in given.items()}, 1,
+                                wanted)
+                for i in range(n)
+            ])  # fmt: skip
         return result
+
+    def _assumption_arrays(
+        self, assumptions: Mapping[str, Sequence[float] | np.ndarray] | None, n: int | None
+    ) -> dict[str, np.ndarray]:
+        """Drawn assumption values as float arrays of one length (``n`` when points are given),
+        each a registered assumption within its allowed range (ValueError otherwise)."""
+        if not assumptions:
+            return {}
+        out: dict[str, np.ndarray] = {}
+        for ident, values in assumptions.items():
+            definition = self.assumptions.get(ident)
+            if definition is None:
+                raise ValueError(f"assumption '{ident}' is not used by any estimator")
+            array = np.asarray(values, dtype=float)
+            if array.ndim != 1 or not len(array):
+                raise ValueError(f"assumption '{ident}': expected one value per point")
+            for value in np.unique(array).tolist():
+                problem = definition.problem(value)
+                if problem is not None:
+                    raise ValueError(problem)
+            out[ident] = array
+        lengths = {len(v) for v in out.values()} | ({n} if n is not None else set())
+        if len(lengths) != 1:
+            raise ValueError("assumption values and point fields must be of one length")
+        return out
+
+    def _takes_arrays(self, scenario: Scenario, varied: dict[str, np.ndarray], wanted: Iterable[str] | None) -> bool:
+        """Whether every estimator of the run that reads a drawn assumption takes it as an array."""
+        steps, _ = self._steps_for(wanted if wanted is None else tuple(wanted))
+        for est, _, _ in steps:
+            if any(a.id in varied for a in est.info.assumptions):
+                takes = getattr(est, "takes_assumption_arrays", None)
+                if takes is None or not runs_as_arrays(est, scenario) or not takes(scenario):
+                    return False
+        return True
 
     def _run_group(
         self,
@@ -231,13 +284,14 @@ class Engine:
         given: dict[str, np.ndarray],
         n: int,
         wanted: Iterable[str] | None,
+        varied: dict[str, np.ndarray] | None = None,
     ) -> PointsEstimate:
         scenario = resolved.scenario
         overrides = scenario.assumptions
         refused: list[str] = []
         if overrides:
             overrides, refused = self._usable_overrides(overrides)
-        assumptions = AssumptionSet(self.assumptions, overrides, self._defaults)
+        assumptions = AssumptionSet(self.assumptions, overrides, self._defaults, varied)
         columns = GroupResults(n)
         steps, needed = self._steps_for(wanted)
         model = resolved.model
@@ -403,6 +457,15 @@ def _point_arrays(
     if len(lengths) != 1 or 0 in lengths:
         raise ValueError("point fields must be non-empty and of one length")
     return lengths.pop(), given
+
+
+def _with_overrides(resolved: ResolvedScenario, i: int, varied: dict[str, np.ndarray]) -> ResolvedScenario:
+    """``resolved`` with point ``i``'s drawn assumption values as the scenario's overrides."""
+    if not varied:
+        return resolved
+    update = {ident: float(values[i]) for ident, values in varied.items()}
+    scenario = resolved.scenario.model_copy(update={"assumptions": {**resolved.scenario.assumptions, **update}})
+    return ResolvedScenario(scenario, resolved.model, resolved.cluster)
 
 
 def _filled(n: int, value: int) -> np.ndarray:

@@ -46,9 +46,14 @@ class PointsEstimate:
         return {name: int(values[i]) for name, values in self.points.items()}
 
     def resolved(self, i: int) -> ResolvedScenario:
-        if not self.points:
+        varied = self.assumptions.varied
+        if not self.points and not varied:
             return self.base
-        scenario = self.base.scenario.model_copy(update=self.scenario_update(i))
+        update: dict[str, Any] = self.scenario_update(i)
+        if varied:  # drawn assumption values are the point's overrides
+            drawn = {ident: float(values[i]) for ident, values in varied.items()}
+            update["assumptions"] = {**self.base.scenario.assumptions, **drawn}
+        scenario = self.base.scenario.model_copy(update=update)
         return ResolvedScenario(scenario, self.base.model, self.base.cluster)
 
     def get(self, i: int, key: str, default: Value = None) -> Value:
@@ -81,7 +86,7 @@ class PointsEstimate:
     def estimate(self, i: int) -> Estimate:
         """Point ``i`` as a full estimate (every quantity, formulas lazy), as ``Engine.run`` gives."""
         values = self.columns.point(i)
-        return Estimate(self.resolved(i), values, self.assumptions, self.point_warnings(i), list(self.failures))
+        return Estimate(self.resolved(i), values, self.assumptions.at(i), self.point_warnings(i), list(self.failures))
 
 
 @dataclass(slots=True)

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from workbench_performance.arrays import power
 from workbench_performance.operators.graph import ForwardGraph
 from workbench_performance.operators.profiles import KernelProfile
@@ -122,12 +121,16 @@ def pass_kernels(
     """
     graph = ga.graph
     st = _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts)
-    bw = bandwidth * min(prof.bandwidth_efficiency * bandwidth_scale, 1.0)
-    eff_max = gemm_override or min(prof.gemm_efficiency_for(dtype) * gemm_scale, 1.0)
-    att_max = gemm_override or min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
+    # (the scales are arrays over a point group that draws assumption values)
+    bw = bandwidth * _min(prof.bandwidth_efficiency * bandwidth_scale, 1.0)
+    eff_max = gemm_override or _min(prof.gemm_efficiency_for(dtype) * gemm_scale, 1.0)
+    att_max = gemm_override or _min(prof.attention_efficiency_for(dtype) * gemm_scale, 1.0)
     floor = prof.min_kernel_s
+    drawn = [x for x in (bw, eff_max, att_max, load_imbalance) if isinstance(x, np.ndarray)]
+    if drawn and not isinstance(tokens, np.ndarray):  # one pass shape, many assumption draws
+        tokens = np.full(drawn[0].shape, float(tokens))
     array = isinstance(tokens, np.ndarray)
-    rows, count = _rows_and_count(ga, tokens, prompts, ep, load_imbalance)
+    rows, count = _rows_and_count(ga, tokens, prompts, ep, _per_row(load_imbalance))
     flops = rows * st.two_nk * count
     nbytes = (st.w_nk + rows * st.act_kn) * count
     fill = np.minimum(rows * (1.0 / prof.tile_m), 1.0)
@@ -137,8 +140,8 @@ def pass_kernels(
         # where the tile fill already charges the empty rows)
         grouped = np.maximum(rows, prof.gemm_group_rows_min)
         fill = fill * np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
-    t_comp = flops / ((peak_flops * eff_max) * fill * st.thin)
-    t_mem = nbytes * (1.0 / bw)
+    t_comp = flops / ((peak_flops * _per_row(eff_max)) * fill * st.thin)
+    t_mem = nbytes * (1.0 / _per_row(bw))
     core = np.maximum(t_comp, t_mem)
     comp_b = t_comp >= t_mem
     gemm_core = core.sum(axis=-1)
@@ -233,6 +236,11 @@ def gemm_flops(ga: GraphArrays, *, tokens, prompts, ep: int, load_imbalance: flo
     """FLOPs of a pass's GEMMs on one stage (``PassKernels.gemm_flops`` without costing the pass)."""
     rows, count = _rows_and_count(ga, tokens, prompts, ep, load_imbalance)
     return _plain((rows * (2.0 * ga.n * ga.k) * count).sum(axis=-1))
+
+
+def _per_row(x):  # noqa: ANN001, ANN202
+    """A figure per configuration against the (configurations, GEMM groups) arrays."""
+    return x[..., None] if isinstance(x, np.ndarray) else x
 
 
 def _max(a, b):  # noqa: ANN001, ANN202
