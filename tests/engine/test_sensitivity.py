@@ -111,3 +111,44 @@ def test_recommendation_change_is_reported(eng) -> None:  # type: ignore[no-unty
     assert sens.base == comparison.scenarios[0].recommendation.cost
     doc = sens.as_dict()
     assert doc["bars"][0]["swing"] >= doc["bars"][-1]["swing"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "batch_size": 16},
+        {"model": "mixtral-8x7b", "gpu": "h100-sxm", "num_gpus": 2, "parallel": {"tp": 2}, "dtype": "fp8"},
+        {"model": "llama-3.1-70b", "gpu": "mi300x", "num_gpus": 4, "parallel": {"tp": 2, "pp": 2},
+         "serving": {"chunked_prefill": True}, "assumptions": {"perf.kernel_efficiency_scale": 0.6}},
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "workload": "pretrain", "num_gpus": 8, "parallel": {"dp": 8}},
+    ],
+)
+def test_swings_run_as_one_group_give_the_numbers_of_one_estimate_per_end(eng, fields) -> None:  # type: ignore[no-untyped-def]
+    """The assumption swings the serving speed model takes as arrays run as one point group; each
+    bar still reads exactly what an estimate with that one factor at that end gives."""
+    resolved = resolve(make_scenario(**fields))
+    calls: list[int] = []
+    run = eng.run
+
+    def counting_run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return run(*args, **kwargs)
+
+    eng.run = counting_run
+    try:
+        sens = S.tornado(eng, resolved)
+    finally:
+        del eng.run
+    assumption_bars = [b for b in sens.bars if b.factor.kind == "assumption"]
+    assert assumption_bars
+    for bar in sens.bars:
+        f = bar.factor
+        direct = [S._number(eng.run(f.apply_resolved(resolved, v)).get(sens.metric)) for v in (f.low, f.high)]
+        assert [bar.at_low, bar.at_high] == direct, f.id
+    batched = [b for b in assumption_bars if eng.takes_assumption_arrays(resolved.scenario, (b.factor.id,), (sens.metric,))]
+    # one run for the base, two per factor not in the group
+    assert len(calls) == 1 + 2 * (len(sens.bars) - len(batched))
+    if resolved.scenario.is_training:
+        assert not batched  # the training speed model reads its assumptions point by point (for now)
+    else:
+        assert len(batched) >= 4

@@ -228,7 +228,7 @@ class Engine:
             n = len(next(iter(varied.values())))
             if n == 1:  # one draw: the scenario's own overrides, as its single estimate has them
                 return self.run_points(_with_overrides(resolved, 0, varied), given, wanted)
-            if not self._takes_arrays(resolved.scenario, varied, wanted):
+            if not self.takes_assumption_arrays(resolved.scenario, varied, wanted):
                 return SplitEstimate([
                     self._run_group(_with_overrides(resolved, i, varied), {k: v[i : i + 1] for k, v in given.items()},
                                     1, wanted)
@@ -268,8 +268,12 @@ class Engine:
             raise ValueError("assumption values and point fields must be of one length")
         return out
 
-    def _takes_arrays(self, scenario: Scenario, varied: dict[str, np.ndarray], wanted: Iterable[str] | None) -> bool:
-        """Whether every estimator of the run that reads a drawn assumption takes it as an array."""
+    def takes_assumption_arrays(
+        self, scenario: Scenario, varied: Iterable[str], wanted: Iterable[str] | None = None
+    ) -> bool:
+        """Whether every estimator of a run for ``wanted`` that reads one of the assumptions
+        ``varied`` takes it as an array: a group drawing them then runs as one (not point by point)."""
+        varied = set(varied)
         steps, _ = self._steps_for(wanted if wanted is None else tuple(wanted))
         for est, _, _ in steps:
             if any(a.id in varied for a in est.info.assumptions):

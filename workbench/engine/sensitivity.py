@@ -357,9 +357,11 @@ def tornado(engine: Engine, resolved: ResolvedScenario, metric: str | None = Non
     title, unit = _title(base, key)
     if _number(base.get(key)) is None:
         raise InputError(f"sensitivity: '{key}' has no numeric value for this scenario")
+    swung = factors(engine, [base])
+    ends = _ends_as_one_group(engine, resolved, swung, key)
     bars = []
-    for factor in factors(engine, [base]):
-        at = [
+    for factor in swung:
+        at = ends.get(factor.id) or [
             _number(engine.run(factor.apply_resolved(resolved, v)).get(key))
             for v in (factor.low, factor.high)
         ]
@@ -371,6 +373,26 @@ def tornado(engine: Engine, resolved: ResolvedScenario, metric: str | None = Non
     return Sensitivity(
         resolved.scenario.name, key, title, unit, _number(base.get(key)), bars, spans(base), None, notes
     )
+
+
+def _ends_as_one_group(
+    engine: Engine, resolved: ResolvedScenario, swung: Sequence[Factor], key: str
+) -> dict[str, list[float | None]]:
+    """``key`` at the low and the high end of every assumption factor whose readers take drawn
+    values as arrays, from one point group (two points per factor, each with that factor at one
+    end and every other at its value): factor id -> [at low, at high]. The others are left out."""
+    scenario = resolved.scenario
+    batched = [
+        f for f in swung if f.kind == "assumption" and engine.takes_assumption_arrays(scenario, (f.target,), (key,))
+    ]
+    if not batched:
+        return {}
+    n = 2 * len(batched)
+    draws = {f.target: [f.value] * n for f in batched}
+    for j, f in enumerate(batched):
+        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
+    group = engine.run_points(resolved, None, (key,), draws)
+    return {f.id: [_number(group.get(2 * j, key)), _number(group.get(2 * j + 1, key))] for j, f in enumerate(batched)}
 
 
 def comparison_tornado(
