@@ -223,3 +223,49 @@ def test_as_dict_is_plain_data(eng, serving) -> None:  # type: ignore[no-untyped
     assert again == doc
     assert [m["id"] for m in doc["metrics"]] == [m.id for m in METRICS]
     assert doc["scenarios"][0]["results"][0]["values"].keys() == {m.id for m in METRICS}
+
+
+def _comparable(comparison) -> dict:  # type: ignore[no-untyped-def]
+    doc = comparison.as_dict()
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("scenarios", "draws", "targets"),
+    [
+        # as given on most candidates; a 70B re-laid out or resized elsewhere
+        (
+            [make_scenario(name="chat", model="llama-3.1-8b", gpu="h100-sxm", batch_size=32),
+             make_scenario(name="big", model="llama-3.1-70b", gpu="h100-sxm", batch_size=8)],
+            {"perf.kernel_efficiency_scale": [0.5, 0.76, 0.95, 0.7],
+             "perf.bandwidth_efficiency_scale": [0.8, 0.6, 0.9, 0.85]},
+            Targets(max_tpot_s=0.03),
+        ),
+        # a drawn value memory reads: every draw sized on its own
+        (
+            [make_scenario(name="chat", model="llama-3.1-8b", gpu="h100-sxm", batch_size=64)],
+            {"memory.fragmentation": [0.05, 0.3]},
+            None,
+        ),
+    ],
+)
+def test_a_comparison_per_draw_equals_the_comparison_of_the_scenarios_with_those_overrides(
+    eng, scenarios, draws, targets  # type: ignore[no-untyped-def]
+) -> None:
+    """compare_draws (one point group per candidate for all draws) gives, draw by draw, exactly the
+    comparison of the scenarios with that draw's values as overrides: every row, rank, verdict and
+    the recommendation."""
+    from workbench.engine.compare import compare_draws
+
+    got = compare_draws(eng, scenarios, CANDIDATES, resolve_scenario, draws, targets)
+    n = len(next(iter(draws.values())))
+    assert len(got) == n
+    for i in range(n):
+        overridden = [
+            s.model_copy(update={"assumptions": {**s.assumptions, **{k: v[i] for k, v in draws.items()}}})
+            for s in scenarios
+        ]
+        want = compare(eng, overridden, CANDIDATES, resolve_scenario, targets)
+        assert _comparable(got[i]) == _comparable(want), i
+    picks = {None if c.recommendation is None else c.recommendation.label for c in got}
+    assert picks  # the draws are compared, whatever they pick

@@ -152,3 +152,26 @@ def test_swings_run_as_one_group_give_the_numbers_of_one_estimate_per_end(eng, f
         assert not batched  # the training speed model reads its assumptions point by point (for now)
     else:
         assert len(batched) >= 4
+
+
+def test_comparison_swings_from_one_group_equal_one_comparison_per_end(eng) -> None:  # type: ignore[no-untyped-def]
+    """comparison_tornado runs the assumption swings together (compare_draws); each bar's metric
+    and the recommendation at each end are what a comparison of the swung scenarios gives."""
+    from workbench.engine.compare import compare
+
+    scenarios = [make_scenario(name="chat", model="llama-3.1-8b", gpu="h100-sxm", batch_size=32),
+                 make_scenario(name="rag", model="llama-3.1-8b", gpu="h100-sxm", batch_size=8, seq_len=8192)]
+    candidates = [Candidate("h100-sxm"), Candidate("a100-80gb-sxm"), Candidate("l40s"), Candidate("mi300x")]
+    targets = Targets(max_tpot_s=0.04)
+    base, sens = S.comparison_tornado(eng, scenarios, candidates, resolve_scenario, targets)
+    lead = base.scenarios[0].recommendation or base.scenarios[0].results[0]
+    swung_by_group = [b for b in sens.bars if b.factor.kind == "assumption"]
+    assert len(swung_by_group) >= 4
+    for bar in swung_by_group:
+        f = bar.factor
+        for at, value, pick in ((f.low, bar.at_low, bar.recommendation_at_low),
+                                (f.high, bar.at_high, bar.recommendation_at_high)):
+            swung = compare(eng, [f.apply(s, at) for s in scenarios], candidates, resolve_scenario, targets)
+            row = next(r for r in swung.scenarios[0].results if r.candidate == lead.candidate)
+            assert value == S._number(row.values.get(lead.cost_metric)), f.id
+            assert pick == (None if swung.recommendation is None else swung.recommendation.label), f.id

@@ -14,7 +14,7 @@ accelerator only (it is a price for that GPU); everything else takes the catalog
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -723,6 +723,140 @@ def compare(
         per_scenario.append(rank(scenario, results))
     best, why = overall(per_scenario, candidates)
     return Comparison(tuple(candidates), targets, per_scenario, best, why)
+
+
+def compare_draws(
+    engine: Engine,
+    scenarios: Sequence[Scenario],
+    candidates: Sequence[Candidate],
+    resolve: Resolve,
+    draws: Mapping[str, Sequence[float]],
+    targets: Targets | None = None,
+    *,
+    max_gpus: int = MAX_GPUS,
+) -> list[Comparison]:
+    """:func:`compare` once per draw of assumption values (``draws``: id -> one value per draw, the
+    scenarios' overrides on top), as the comparisons of the scenarios with those overrides.
+
+    The draws of one candidate run as one point group: when no estimator that decides fit reads a
+    drawn assumption (the speed model's efficiencies, say), the candidate's layout as given fits or
+    not whatever the draw, and where it runs as given every draw's estimate comes from that group.
+    Elsewhere (re-laid out, resized, or a drawn value memory reads) each draw is sized on its own,
+    exactly as :func:`compare` sizes it.
+    """
+    if not candidates:
+        raise InputError("compare: give at least one candidate accelerator")
+    if not scenarios:
+        raise InputError("compare: give at least one scenario")
+    targets = targets or Targets()
+    n = len(next(iter(draws.values())))
+    overrides = [{ident: float(values[i]) for ident, values in draws.items()} for i in range(n)]
+    drawn = [[_with_assumptions(s, o) for s in scenarios] for o in overrides]
+    if engine.reads_any(draws, solvers.FIT_KEYS):
+        return [compare(engine, ss, candidates, resolve, targets, max_gpus=max_gpus) for ss in drawn]
+    resolve = cached_resolver(resolve)
+    per_draw: list[list[ScenarioComparison]] = [[] for _ in range(n)]
+    for k, scenario in enumerate(scenarios):
+        results: list[list[CandidateResult]] = [[] for _ in range(n)]
+        shared: dict[tuple[int, ...], float] = {}
+        for candidate in candidates:
+            resolved = resolve(_candidate_scenario(with_targets_as_slo(scenario, targets), candidate))
+            sizing = _DrawnSizing(engine, resolved, draws, n, shared)
+            for i in range(n):
+                estimate, layout, how = sizing.size(i, max_gpus)
+                results[i].append(_result(estimate, layout, how, candidate, targets, scenario.name, max_gpus))
+        for i in range(n):
+            per_draw[i].append(rank(drawn[i][k], results[i]))
+    out = []
+    for per_scenario in per_draw:
+        best, why = overall(per_scenario, candidates)
+        out.append(Comparison(tuple(candidates), targets, per_scenario, best, why))
+    return out
+
+
+class _DrawnSizing:
+    """:func:`size` for every draw of one candidate, each run a point group over the draws.
+
+    Whether a layout fits does not depend on the draws (the caller checked that nothing that
+    decides fit reads them), so the memory-only searches are the candidate's own, done once; the
+    layouts that fit are ranked per draw (their speed does depend on it) from one group each, and
+    each draw's best is estimated in full from one group per layout.
+    """
+
+    def __init__(
+        self, engine: Engine, resolved: ResolvedScenario, draws: Mapping[str, Sequence[float]], n: int,
+        shared: dict[tuple[int, ...], float],
+    ) -> None:  # fmt: skip
+        self.engine, self.resolved, self.draws, self.n = engine, resolved, draws, n
+        self.search = LayoutSearch(engine, resolved, shared)
+        self._given: Any = None
+        self._ranked: dict[int, list[tuple[int, int, int, Any]]] = {}
+        self._full: dict[tuple[int, int, int], Any] = {}
+
+    def _group(self, scenario: Scenario, wanted: tuple[str, ...] | None) -> Any:
+        return self.engine.run_points(self.resolved.with_scenario(scenario), None, wanted, self.draws)
+
+    def given(self, i: int) -> Estimate:
+        if self._given is None:
+            self._given = self._group(self.resolved.scenario, None)
+        return self._given.estimate(i)
+
+    def best(self, count: int, i: int) -> Layout | None:
+        ranked = self._ranked.get(count)
+        if ranked is None:
+            ranked = self._ranked[count] = [
+                (tp, pp, count // (tp * pp), self._group(self.search._scenario(count, tp, pp), solvers.RANK_KEYS))
+                for tp, pp in self.search.shapes(count)
+                if self.search._fits(self.search._scenario(count, tp, pp))
+            ]
+        layouts = sorted((Layout(tp, pp, dp, group.estimate(i)) for tp, pp, dp, group in ranked), key=solvers._rank)
+        for layout in layouts:
+            full = self._full.get((count, layout.tp, layout.pp))
+            if full is None:
+                full = self._full[(count, layout.tp, layout.pp)] = self._group(
+                    self.search._scenario(count, layout.tp, layout.pp), None
+                )
+            estimate = full.estimate(i)
+            if runnable(estimate):
+                return Layout(layout.tp, layout.pp, layout.dp, estimate)
+        return None
+
+    def fewest(self, i: int, max_gpus: int) -> Layout | None:
+        """:func:`solvers.fewest_gpus` for draw ``i``."""
+        per_node = self.resolved.cluster.node.gpus_per_node
+        checked = False
+        for count in solvers.gpu_counts(per_node, max_gpus):
+            if count > per_node and not checked:
+                checked = True
+                if self.search.nothing_fits(max_gpus):
+                    return None
+            if self.search.any_fits(count):
+                best = self.best(count, i)
+                if best is not None:
+                    return best
+        return None
+
+    def size(self, i: int, max_gpus: int) -> tuple[Estimate, Layout | None, str]:
+        """What :func:`size` gives for draw ``i``."""
+        par, count = self.resolved.scenario.parallel, self.resolved.scenario.num_gpus
+        if self.search.fits_as_given():
+            given = self.given(i)
+            if runnable(given):
+                return given, Layout(par.tp, par.pp, par.dp, given), "as given"
+        best = self.best(count, i) if count <= max_gpus else None
+        if best is not None:
+            return best.estimate, best, f"re-laid out as TP {best.tp} x PP {best.pp} x DP {best.dp}"
+        fewest = self.fewest(i, max_gpus)
+        if fewest is None:
+            return self.given(i), None, f"does not fit on up to {max_gpus:,} GPUs"
+        total = fewest.tp * fewest.pp * fewest.dp
+        how = "grown" if total > count else "moved"
+        layout = f"TP {fewest.tp} x PP {fewest.pp} x DP {fewest.dp}"
+        return fewest.estimate, fewest, f"{how} to {total} GPUs, the fewest that fit ({layout})"
+
+
+def _with_assumptions(scenario: Scenario, overrides: dict[str, float]) -> Scenario:
+    return scenario.model_copy(update={"assumptions": {**scenario.assumptions, **overrides}})
 
 
 def overall(

@@ -268,6 +268,12 @@ class Engine:
             raise ValueError("assumption values and point fields must be of one length")
         return out
 
+    def reads_any(self, assumptions: Iterable[str], wanted: Iterable[str] | None = None) -> bool:
+        """Whether an estimator of a run for ``wanted`` reads one of ``assumptions``."""
+        ids = set(assumptions)
+        steps, _ = self._steps_for(wanted if wanted is None else tuple(wanted))
+        return any(a.id in ids for est, _, _ in steps for a in est.info.assumptions)
+
     def takes_assumption_arrays(
         self, scenario: Scenario, varied: Iterable[str], wanted: Iterable[str] | None = None
     ) -> bool:

@@ -38,6 +38,7 @@ from workbench.engine.compare import (
     Resolve,
     Targets,
     compare,
+    compare_draws,
     scale_prices,
 )
 from workbench.engine.estimate import Estimate
@@ -375,6 +376,29 @@ def tornado(engine: Engine, resolved: ResolvedScenario, metric: str | None = Non
     )
 
 
+def swung_comparisons(
+    engine: Engine,
+    swings: Sequence[Factor],
+    scenarios: Sequence[Scenario],
+    candidates: Sequence[Candidate],
+    resolve: Resolve,
+    targets: Targets | None,
+) -> dict[Factor, tuple[Comparison, Comparison]]:
+    """The comparison with each assumption factor at its low and at its high end, all from
+    :func:`compare_draws` (one point group per candidate and layout for every swing at once):
+    factor -> (at low, at high). Price and pricing factors are left out (they are no assumption)."""
+    swung = [f for f in swings if f.kind == "assumption"]
+    base = scenarios[0].assumptions
+    if not swung or any(s.assumptions.get(f.target) != base.get(f.target) for s in scenarios for f in swung):
+        return {}  # scenarios that set a swung assumption differently: one comparison per end
+    n = 2 * len(swung)
+    draws = {f.target: [base.get(f.target, engine.assumptions[f.target].default)] * n for f in swung}
+    for j, f in enumerate(swung):
+        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
+    compared = compare_draws(engine, scenarios, candidates, resolve, draws, targets)
+    return {f: (compared[2 * j], compared[2 * j + 1]) for j, f in enumerate(swung)}
+
+
 def _ends_as_one_group(
     engine: Engine, resolved: ResolvedScenario, swung: Sequence[Factor], key: str
 ) -> dict[str, list[float | None]]:
@@ -427,9 +451,20 @@ def comparison_tornado(
             row.values.get(metric)
         ), None if swung.recommendation is None else swung.recommendation.label
 
+    def outcome(swung: Comparison) -> tuple[float | None, str | None]:
+        row = next(r for r in swung.scenarios[0].results if r.candidate == lead.candidate)
+        pick = None if swung.recommendation is None else swung.recommendation.label
+        return _number(row.values.get(metric)), pick
+
+    swings = factors(engine, estimates)
+    at_ends = {
+        factor.id: [outcome(c) for c in pair]
+        for factor, pair in swung_comparisons(engine, swings, scenarios, candidates, resolve, targets).items()
+    }
     bars = []
-    for factor in factors(engine, estimates):
-        (lo_value, lo_rec), (hi_value, hi_rec) = run(factor, factor.low), run(factor, factor.high)
+    for factor in swings:
+        (lo_value, lo_rec), (hi_value, hi_rec) = at_ends.get(factor.id) or (run(factor, factor.low),
+                                                                             run(factor, factor.high))  # fmt: skip
         changes = lo_rec != rec_name or hi_rec != rec_name
         bars.append(Bar(factor, lo_value, hi_value, lo_rec, hi_rec, changes))
     bars.sort(key=lambda b: (-b.swing, b.factor.id))

@@ -175,7 +175,7 @@ def largest_good(
 # "error" (TP not dividing the heads, ...) or a DP degree that does not divide the global batch.
 
 #: The memory-only plan: what decides whether a layout fits.
-_FIT_KEYS = ("memory.fits", "memory.per_gpu.total", "memory.usable_capacity")
+FIT_KEYS = _FIT_KEYS = ("memory.fits", "memory.per_gpu.total", "memory.usable_capacity")
 
 
 def gpu_counts(gpus_per_node: int, max_gpus: int = MAX_GPUS) -> list[int]:

@@ -91,11 +91,15 @@ def recommendation_changes(engine: Engine, factors: Sequence[S.Factor], scenario
     """Swing each factor to both ends over the comparison; None when ``stale()`` turned true."""
     label = None if base.recommendation is None else base.recommendation.label
     check = Check(label, len(factors), why_none=base.why_no_recommendation)
+    # the assumption swings at once: one point group per candidate and layout for all of them
+    at_ends = S.swung_comparisons(engine, factors, scenarios, candidates, resolve, targets)
     for n, factor in enumerate(factors):
         for end, at in (("low", factor.low), ("high", factor.high)):
             if stale():
                 return None
-            if factor.kind == "price":
+            if factor in at_ends:
+                swung = at_ends[factor][0 if end == "low" else 1]
+            elif factor.kind == "price":
                 rental, purchase = (at, 1.0) if factor.target == "rental" else (1.0, at)
                 swung = compare(engine, scenarios, candidates, resolve, targets,
                                 price_scale=rental, purchase_scale=purchase)
@@ -424,7 +428,10 @@ def _sensitivity(engine: Engine, catalogs: Catalogs, project: Project, scenario:
     start = time.perf_counter()
     base = compare(engine, scenarios, candidates, resolve, targets)
     took = time.perf_counter() - start
-    estimate_s = took * 2 * len(factors)
+    # one comparison per end of a price or pricing factor; the assumption swings run together, in
+    # about the time of four comparisons for a dozen of them (tests/benchmarks/bench_compare.py)
+    one_by_one = sum(1 for f in factors if f.kind != "assumption")
+    estimate_s = took * (2 * one_by_one + (4 if one_by_one < len(factors) else 0))
     if estimate_s > AUTO_CHECK_S and not force:
         outcome.check_estimate_s = estimate_s
         return outcome
