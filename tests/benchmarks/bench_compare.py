@@ -105,6 +105,8 @@ def main(runs: int = 7) -> dict[str, Any]:
     five = _timed(
         lambda: compare(engine, scenarios, candidates, resolve_scenario, targets), max(3, runs // 2)
     )
+    swings = _swings(engine, scenarios[:1], candidates, resolve_scenario, targets)
+    draws = _monte_carlo(engine, scenarios[0], resolve_scenario)
     return {
         "date": dt.date.today().isoformat(),
         "machine": {
@@ -117,7 +119,55 @@ def main(runs: int = 7) -> dict[str, Any]:
         "first_ms": first_ms,
         "catalog_x_1_scenario": one,
         "catalog_x_5_scenarios": five,
+        "assumption_swings_over_the_catalog": swings,
+        "monte_carlo_1000_draws_one_group": draws,
     }
+
+
+#: The serving speed model's assumptions, swung to both ends of their documented ranges.
+SWUNG = ("perf.kernel_efficiency_scale", "perf.bandwidth_efficiency_scale", "perf.step_overhead_s",
+         "moe.load_imbalance", "comm.bandwidth_efficiency", "comm.latency_intra_node_s", "comm.latency_inter_node_s")
+
+
+def _swings(engine, scenarios, candidates, resolve, targets) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The recommendation check of Sensitivity: the comparison with each assumption at each end of
+    its range, all draws at once (compare_draws) against one comparison per end."""
+    from workbench.engine.compare import compare, compare_draws
+    from workbench.engine.sensitivity import assumption_factor
+
+    factors = [assumption_factor(engine.assumptions[i], engine.assumptions[i].default) for i in SWUNG]
+    factors = [f for f in factors if f is not None]
+    n = 2 * len(factors)
+    draws = {f.target: [f.value] * n for f in factors}
+    for j, f in enumerate(factors):
+        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
+
+    def one_per_end() -> None:
+        for i in range(n):
+            swung = [s.model_copy(update={"assumptions": {k: v[i] for k, v in draws.items()}}) for s in scenarios]
+            compare(engine, swung, candidates, resolve, targets)
+
+    together = _timed(lambda: compare_draws(engine, scenarios, candidates, resolve, draws, targets), 3)
+    apart = _timed(one_per_end, 1)
+    return {"swings": n, "together_ms": together["median_ms"], "one_comparison_per_end_ms": apart["median_ms"]}
+
+
+def _monte_carlo(engine, scenario, resolve) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """1,000 draws of the serving speed model's assumptions (uniform in their documented ranges) for
+    one scenario on one accelerator: one point group, every key."""
+    import random
+
+    from workbench.engine.sensitivity import assumption_factor
+
+    rng = random.Random(0)
+    factors = [assumption_factor(engine.assumptions[i], engine.assumptions[i].default) for i in SWUNG]
+    draws = {f.target: [rng.uniform(f.low, f.high) for _ in range(1000)] for f in factors if f is not None}
+    resolved = resolve(scenario)
+    timed = _timed(lambda: engine.run_points(resolved, None, None, draws), 5)
+    group = engine.run_points(resolved, None, None, draws)
+    tpot = sorted(group.column("performance.tpot_s").tolist())
+    return {**timed, "array_path": type(group).__name__ == "PointsEstimate",
+            "tpot_p5_p50_p95_ms": [round(tpot[k] * 1000, 3) for k in (50, 500, 950)]}
 
 
 if __name__ == "__main__":

@@ -74,6 +74,9 @@ RESTORE_AND_REPORT = textwrap.dedent("""
 
     def report():
         window = next(w for w in app.topLevelWidgets() if w.objectName() == "main_window")
+        if not window.isVisible():  # shown once start-up is done: closing it earlier would not end the app
+            QTimer.singleShot(50, report)
+            return
         project = window.controller.project
         print(json.dumps({
             "offered": offered,
