@@ -68,3 +68,17 @@ def power(base: float, exponent: Num) -> Num:
         flat = exponent.ravel().tolist()
         return np.fromiter((base**e for e in flat), dtype=float, count=len(flat)).reshape(exponent.shape)
     return base ** float(exponent)
+
+
+def ratio(a: Num, b: Num) -> Num:
+    """``a / b`` where ``b`` is not zero, 0.0 where it is (``a / b if b else 0.0``); an array's
+    zero entries are never divided by, so no division warning is raised for them."""
+    if type(a) is not _ndarray and type(b) is not _ndarray:
+        return a / b if b else 0.0
+    nonzero = np.asarray(b) != 0
+    return np.where(nonzero, a / np.where(nonzero, b, 1.0), 0.0)
+
+
+def as_float(a: Num) -> Num:
+    """``float(a)`` of a number, a float64 copy of an array (the same value per entry)."""
+    return a.astype(float) if type(a) is _ndarray else float(a)
