@@ -102,7 +102,7 @@ class TrainStep:
         return point_of(self, i)
 
     @property
-    def bound(self):  # noqa: ANN201 - str, or an array of them over a point group
+    def bound(self):  # str, or an array of them over a point group
         # The largest of the four, the first one on a tie (as max() over them in this order).
         compute, comm, bubble, optimizer = self.compute_s, self.comm_s, self.bubble_s, self.optimizer_s
         if not is_array(compute, comm, bubble, optimizer):
@@ -116,7 +116,7 @@ class TrainStep:
         )
 
 
-def bubble_fraction(pp: int, microbatches, virtual_stages: int):  # noqa: ANN001, ANN201 - m: int or array
+def bubble_fraction(pp: int, microbatches, virtual_stages: int):  # microbatches: an int, or an array
     """Pipeline bubble relative to the ideal time: (p-1)/(v m)."""
     if pp <= 1:
         return 0.0

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 
 from workbench.core.scenario import Offload
-from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, SharedColumn, column_for
+from workbench.engine.points import (
+    Column,
+    PointOutputs,
+    PointsContext,
+    PointWarning,
+    SharedColumn,
+    column_for,
+)
 from workbench.engine.points import at as value_at
 from workbench.engine.quantity import Warning
 from workbench_performance import efficiency as E
