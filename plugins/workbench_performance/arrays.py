@@ -84,3 +84,17 @@ def point_of(obj: Any, i: int) -> Any:
 def has_arrays(obj: Any) -> bool:
     """Whether a dataclass of figures holds a per-point array."""
     return any(isinstance(getattr(obj, f.name), np.ndarray) for f in fields(obj))
+
+
+def ratio(a: Num, b: Num) -> Num:
+    """``a / b`` where ``b`` is not zero, 0.0 where it is (``a / b if b else 0.0``); an array's
+    zero entries are never divided by, so no division warning is raised for them."""
+    if type(a) is not _ndarray and type(b) is not _ndarray:
+        return a / b if b else 0.0
+    nonzero = np.asarray(b) != 0
+    return np.where(nonzero, a / np.where(nonzero, b, 1.0), 0.0)
+
+
+def as_float(a: Num) -> Num:
+    """``float(a)`` of a number, a float64 copy of an array (the same value per entry)."""
+    return a.astype(float) if type(a) is _ndarray else float(a)

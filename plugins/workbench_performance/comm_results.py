@@ -5,27 +5,39 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.core.scenario import Parallelism
-from workbench.engine.estimator import EstimateContext
 from workbench.engine.points import Column, PointOutputs, PointsContext, at, column_for
-from workbench.engine.quantity import Outputs, Quantity, q
 from workbench_performance import efficiency as E
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync
-from workbench_performance.inputs import Source, comm_layout, training_inputs
-from workbench_performance.text import g, lazy
+from workbench_performance.inputs import TRAINING_NUMBERS, PointSource, comm_layout, training_inputs
+from workbench_performance.text import g
 
 
-def communication_outputs(ctx: EstimateContext) -> Outputs:
-    """Volume and time of each kind of collective for one optimizer step of a training scenario."""
-    sc = ctx.scenario
-    central, _, _ = E.efficiencies(ctx.assumptions, training=True)
-    src = Source.of(ctx)
+def communication_columns(ctx: PointsContext) -> PointOutputs:
+    """Volume and time of each kind of collective over a point group: one optimizer step of a
+    training scenario, one decode step of a serving one (the batch and lengths vary per point)."""
+    if ctx.scenario.is_training:
+        src = PointSource.of(ctx, TRAINING_NUMBERS)
+        if ctx.n == 1:
+            return _training(src)
+        with np.errstate(divide="raise", invalid="raise", over="ignore"):  # as a single estimate (see training_columns)
+            return _training(src)
+    return _serving(ctx)
+
+
+def _training(src: PointSource) -> PointOutputs:
+    sc, n = src.scenario, src.n
+    central, _, _ = E.efficiencies(src.assumptions, training=True)
     layout = comm_layout(src)
     par = sc.parallel
     inp = training_inputs(src)
     m = inp.microbatches
     one = forward_comm(layout, inp.tokens_mb, central)
     passes = inp.tp_passes
-    step = f"one optimizer step ({m} micro-batches of {inp.tokens_mb:,.0f} tokens)"
+    if n == 1:
+        step: object = _step_text(m, inp.tokens_mb)
+    else:
+        counts = m.tolist() if isinstance(m, np.ndarray) else [m] * n  # one count for all without a global batch
+        step = np.array([_step_text(*point) for point in zip(counts, inp.tokens_mb.tolist())], dtype=object)
     tp = (one.tp_s / par.pp * passes * m, one.tp_bytes * passes * m)
     ep = (one.ep_s / par.pp * passes * m, one.ep_bytes * passes * m)
     sends = 2.0 * m * (par.virtual_stages if inp.virtual_stages > 1 else 1)
@@ -41,18 +53,14 @@ def communication_outputs(ctx: EstimateContext) -> Outputs:
         )
         + f" over DP {par.dp}"
     )
-    parts = _figures(layout, par, True, tp, dp, pp, ep, dp_text)
-    total = parts.pop(_TOTAL)[0]
-    v: dict[str, Quantity] = {}
-    for key, (value, unit, label, formula, used) in parts.items():
-        v[key] = q(value, unit, label, lazy(formula), used)
-    v["communication.step"] = q(step, "", "Step the communication figures are for")
-    v[_TOTAL] = q(total, "s", _TOTAL_LABEL, lambda: f"TP + DP + PP + EP = {total:.4g} s", _USED)
-    return Outputs(v, [])
+    return _columns(n, _figures(layout, par, True, tp, dp, pp, ep, dp_text), step)
 
 
-def communication_columns(ctx: PointsContext) -> PointOutputs:
-    """The same keys for one decode step of a serving point group (the batch varies per point)."""
+def _step_text(microbatches: int, tokens: float) -> str:
+    return f"one optimizer step ({microbatches} micro-batches of {tokens:,.0f} tokens)"
+
+
+def _serving(ctx: PointsContext) -> PointOutputs:
     sc = ctx.scenario
     central, _, _ = E.efficiencies(ctx.assumptions, training=False)
     layout = comm_layout(ctx)
@@ -71,13 +79,17 @@ def communication_columns(ctx: PointsContext) -> PointOutputs:
     pp = (one.pp_s, one.pp_bytes * par.pp)
     dp = (0.0, 0.0)
     dp_text = "replicas serve independently: no data-parallel traffic"
-    parts = _figures(layout, par, False, tp, dp, pp, ep, dp_text)
+    return _columns(ctx.n, _figures(layout, par, False, tp, dp, pp, ep, dp_text), step)
+
+
+def _columns(n: int, parts: dict[str, Figure], step: object) -> PointOutputs:
+    """The keys of a group of ``n`` points from its figures and the step they are for."""
     total = parts.pop(_TOTAL)[0]
     v: dict[str, Column] = {}
     for key, (value, unit, label, formula, used) in parts.items():
-        v[key] = column_for(ctx.n, value, unit, label, formula, used)
-    v["communication.step"] = column_for(ctx.n, step, "", "Step the communication figures are for")
-    v[_TOTAL] = column_for(ctx.n, total, "s", _TOTAL_LABEL, lambda i: f"TP + DP + PP + EP = {at(total, i):.4g} s", _USED)
+        v[key] = column_for(n, value, unit, label, formula, used)
+    v["communication.step"] = column_for(n, step, "", "Step the communication figures are for")
+    v[_TOTAL] = column_for(n, total, "s", _TOTAL_LABEL, lambda i: f"TP + DP + PP + EP = {at(total, i):.4g} s", _USED)
     return PointOutputs(v, [])
 
 

@@ -3,7 +3,9 @@
 Keys (docs/validation.md has the table with units): ``performance.*`` for latency, throughput,
 step time, MFU/HFU and training time; ``communication.*`` for the volume and time of each kind
 of collective. Keys that do not apply to the workload (TTFT of a training run, step time of a
-server) are present with value None and a note. The results are built in
+server) are present with value None and a note. Both estimators are array estimators: one call
+covers a whole point group (configurations that differ only in batch and lengths), and a single
+estimate is the same call on a group of one point. The results are built in
 :mod:`~workbench_performance.serving_results`, :mod:`~workbench_performance.training_results` and
 :mod:`~workbench_performance.comm_results`.
 """
@@ -11,14 +13,13 @@ server) are present with value None and a note. The results are built in
 from __future__ import annotations
 
 from workbench.core.scenario import Scenario
-from workbench.engine.estimator import EstimateContext, EstimatorInfo
+from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.points import PointOutputs, PointsContext
-from workbench.engine.quantity import Outputs
 from workbench_performance import efficiency as E
 from workbench_performance import keys as K
-from workbench_performance.comm_results import communication_columns, communication_outputs
+from workbench_performance.comm_results import communication_columns
 from workbench_performance.serving_results import serving_columns
-from workbench_performance.training_results import training_outputs
+from workbench_performance.training_results import training_columns
 
 VERSION = "1.0.0"
 
@@ -59,21 +60,13 @@ class PerformanceEstimator:
         "speculative decoding); step time, MFU/HFU, pipeline bubble and time-to-train for training.",
     )
 
-    def vectorizes(self, scenario: Scenario) -> bool:
-        """Serving runs over whole point groups; training (not yet on arrays) point by point."""
-        return not scenario.is_training
-
     def takes_assumption_arrays(self, scenario: Scenario) -> bool:
-        """Serving takes drawn assumption values as arrays (one value per point)."""
+        """Serving takes drawn assumption values as arrays (one value per point); training reads
+        them point by point (its step model's efficiencies are not arrays yet)."""
         return not scenario.is_training
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
-        return serving_columns(ctx)
-
-    def estimate(self, ctx: EstimateContext) -> Outputs:
-        if not ctx.scenario.is_training:
-            raise TypeError("serving scenarios are estimated over point groups (estimate_points)")
-        return training_outputs(ctx)
+        return training_columns(ctx) if ctx.scenario.is_training else serving_columns(ctx)
 
 
 class CommunicationEstimator:
@@ -91,17 +84,8 @@ class CommunicationEstimator:
         "the intra-node link when the group fits in a node, else the network.",
     )
 
-    def vectorizes(self, scenario: Scenario) -> bool:
-        """A serving step runs over whole point groups; a training step point by point."""
-        return not scenario.is_training
-
     def takes_assumption_arrays(self, scenario: Scenario) -> bool:
         return not scenario.is_training
 
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         return communication_columns(ctx)
-
-    def estimate(self, ctx: EstimateContext) -> Outputs:
-        if not ctx.scenario.is_training:
-            raise TypeError("serving scenarios are estimated over point groups (estimate_points)")
-        return communication_outputs(ctx)

@@ -20,7 +20,7 @@ from workbench.core.params import ParameterCount, count_parameters
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Offload, PipelineSchedule, Recompute, Scenario, Workload
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.quantity import Quantity
-from workbench_performance.arrays import maximum, minimum
+from workbench_performance.arrays import as_float, maximum, minimum
 from workbench_performance.communication import CommLayout, Link, group_link
 from workbench_performance.inference import InferenceInputs
 from workbench_performance.model_constants import (
@@ -380,7 +380,7 @@ def _or_zero(value: Any) -> Any:
 
 
 #: What :func:`training_inputs` reads from the estimate, in one :meth:`Source.numbers` call.
-_TRAINING_NUMBERS = (
+TRAINING_NUMBERS = (
     "flops.forward",
     "flops.per_token_forward",
     "flops.backward",
@@ -415,24 +415,32 @@ def trainable_per_gpu(src: Source) -> float:
 
 
 def training_inputs(source: Any) -> TrainingInputs:
-    """Training-step model inputs of a scenario (an EstimateContext or an Estimate)."""
+    """Training-step model inputs of a scenario (an EstimateContext or an Estimate) or of a point
+    group (a :class:`PointSource`: the micro-batch, the sequence length and the FLOPs per point).
+
+    A micro-batch of ``b`` sequences of ``s`` tokens; ``global batch // (b x DP)`` micro-batches
+    per optimizer step (1 without a global batch).
+    """
     src = Source.of(source)
     sc, gpu = src.scenario, src.cluster.accelerator
     par = sc.parallel
     split = par.tp * par.pp
-    fwd, per_token, bwd, rec, peak_tflops, bandwidth_gbps = src.numbers(_TRAINING_NUMBERS)
-    seq = _tokens_from(fwd, per_token, sc.batch_size, sc.seq_len)
-    tokens_mb = float(seq * sc.batch_size)
-    fwd, bwd, rec = fwd or 0.0, bwd or 0.0, rec or 0.0
-    m = sc.grad_accumulation_steps
+    fwd, per_token, bwd, rec, peak_tflops, bandwidth_gbps = src.numbers(TRAINING_NUMBERS)
+    b = src.point("batch_size")
+    seq = _tokens_from(fwd, per_token, b, src.point("seq_len"))
+    tokens_mb = as_float(seq * b)
+    fwd, bwd, rec = _or_zero(fwd), _or_zero(bwd), _or_zero(rec)
+    global_batch = sc.global_batch_size
+    m = 1 if global_batch is None else global_batch // (b * par.dp)  # Scenario.grad_accumulation_steps
     trainable = trainable_per_gpu(src)
     shard = trainable / par.dp if par.zero_stage >= 1 else trainable
     grad_el = sc.dtype.bytes
     offload = par.offload_optimizer is not Offload.NONE
     interleaved = par.pipeline_schedule is PipelineSchedule.INTERLEAVED
+    known_bandwidth = bandwidth_gbps is not None and (isinstance(bandwidth_gbps, np.ndarray) or bandwidth_gbps)
     return TrainingInputs(
-        peak_flops=(peak_tflops or 0.0) * 1e12,
-        bandwidth=(bandwidth_gbps or gpu.memory_bandwidth_gbps) * 1e9,
+        peak_flops=_or_zero(peak_tflops) * 1e12,
+        bandwidth=(bandwidth_gbps if known_bandwidth else gpu.memory_bandwidth_gbps) * 1e9,
         fwd_flops=fwd / split,
         bwd_flops=bwd / split,
         recompute_flops=rec / split,
@@ -459,6 +467,6 @@ def training_inputs(source: Any) -> TrainingInputs:
         seq_len=seq,
         ep=par.ep,
         weight_bytes=_weight_bytes(sc),
-        sequences=sc.batch_size,
+        sequences=b,
         eager=sc.attention is AttentionKernel.EAGER,
     )

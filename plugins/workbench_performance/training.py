@@ -18,14 +18,20 @@ Utilization follows PaLM (Chowdhery et al. 2022, appendix B): MFU counts the mod
 step (forward + backward, 6N + 12 LHQT per token for a dense decoder) without recomputation;
 HFU adds the recomputed forward. ``scenario.mfu`` fixes the MFU, so the step time is
 ``model FLOPs / (GPUs x peak x mfu)``.
+
+The same expressions run on one configuration (plain Python numbers) or on a point group: then
+the figures that depend on the micro-batch and the sequence length (tokens, FLOPs, micro-batches
+per step) are numpy arrays of one entry per point and so is every time that follows from them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from workbench_performance.arrays import as_float, is_array, maximum, minimum, ratio, select
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
 from workbench_performance.efficiency import NARROW_DTYPES, Efficiency
+from workbench_performance.arrays import point_of
 from workbench_performance.operators.cost import GraphArrays, PassKernels, gemm_flops, pass_kernels
 from workbench_performance.operators.profiles import KernelProfile
 
@@ -65,6 +71,10 @@ class TrainingInputs:
     sequences: int  # sequences per micro-batch (each attends its causal square)
     eager: bool  # eager attention: the score matrices are written and read
 
+    def at(self, i: int) -> TrainingInputs:
+        """Point ``i`` of a point group's inputs (itself when built for one configuration)."""
+        return point_of(self, i)
+
 
 # Not frozen: built several times per estimate on the hot path (a frozen dataclass costs 4x to
 # build); nothing writes to one after it is built.
@@ -87,28 +97,36 @@ class TrainStep:
     busy: float
     overridden: bool
 
+    def at(self, i: int) -> TrainStep:
+        """Point ``i`` of a point group's step figures (itself for one configuration)."""
+        return point_of(self, i)
+
     @property
-    def bound(self) -> str:
-        parts = {
-            "compute": self.compute_s,
-            "communication": self.comm_s,
-            "pipeline bubble": self.bubble_s,
-            "optimizer": self.optimizer_s,
-        }
-        return max(parts, key=parts.__getitem__)
+    def bound(self):  # str, or an array of them over a point group
+        # The largest of the four, the first one on a tie (as max() over them in this order).
+        compute, comm, bubble, optimizer = self.compute_s, self.comm_s, self.bubble_s, self.optimizer_s
+        if not is_array(compute, comm, bubble, optimizer):
+            parts = {"compute": compute, "communication": comm, "pipeline bubble": bubble, "optimizer": optimizer}
+            return max(parts, key=parts.__getitem__)
+        top = maximum(compute, comm)
+        return select(
+            [optimizer > maximum(top, bubble), bubble > top, comm > compute],
+            ["optimizer", "pipeline bubble", "communication"],
+            "compute",
+        )
 
 
-def bubble_fraction(pp: int, microbatches: int, virtual_stages: int) -> float:
+def bubble_fraction(pp: int, microbatches, virtual_stages: int):  # microbatches: an int, or an array
     """Pipeline bubble relative to the ideal time: (p-1)/(v m)."""
     if pp <= 1:
         return 0.0
-    return (pp - 1) / (max(virtual_stages, 1) * max(microbatches, 1))
+    return (pp - 1) / (max(virtual_stages, 1) * maximum(microbatches, 1))
 
 
 def forward_kernels(inp: TrainingInputs, eff: Efficiency, *, breakdown: bool = False) -> PassKernels:
     """The forward kernels of one micro-batch on one stage; the attention kernels get the FLOPs
     the compute plugin counts beyond the GEMMs (its forward FLOPs are exact)."""
-    return _pass(inp, eff, max(inp.fwd_flops - _gemm_flops(inp), 0.0), breakdown)
+    return _pass(inp, eff, maximum(inp.fwd_flops - _gemm_flops(inp), 0.0), breakdown)
 
 
 def _gemm_flops(inp: TrainingInputs) -> float:
@@ -137,7 +155,7 @@ def _pass(inp: TrainingInputs, eff: Efficiency, attention_flops: float, breakdow
         bandwidth_scale=eff.bandwidth,
         load_imbalance=eff.load_imbalance,
         casts=inp.compute_dtype in NARROW_DTYPES,
-        square_prompts=float(inp.sequences),
+        square_prompts=as_float(inp.sequences),
         eager=inp.eager,
         breakdown=breakdown,
     )
@@ -152,13 +170,13 @@ def pass_times(inp: TrainingInputs, eff: Efficiency) -> tuple[float, float, floa
     forward in proportion to the FLOPs it recomputes.
     """
     gemms = _gemm_flops(inp)
-    att_fwd_flops = max(inp.fwd_flops - gemms, 0.0)
+    att_fwd_flops = maximum(inp.fwd_flops - gemms, 0.0)
     k = _pass(inp, eff, att_fwd_flops, False)
     t_f = k.memory_s + k.compute_s + k.latency_s
-    attention_bwd = max(inp.bwd_flops - 2.0 * gemms, 0.0)
-    per_flop = k.attention_s / att_fwd_flops if att_fwd_flops else 0.0
+    attention_bwd = maximum(inp.bwd_flops - 2.0 * gemms, 0.0)
+    per_flop = ratio(k.attention_s, att_fwd_flops)
     t_b = 2.0 * k.gemm_s + attention_bwd * per_flop / inp.profile.attention_backward_ratio + 2.0 * k.elementwise_s
-    t_r = t_f * inp.recompute_flops / inp.fwd_flops if inp.fwd_flops else 0.0
+    t_r = ratio(t_f * inp.recompute_flops, inp.fwd_flops)
     return t_f, t_b, t_r
 
 
@@ -175,7 +193,7 @@ def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
     pipe = m * t_mb * (1.0 + beta)
     dp_s, _ = gradient_sync(inp.comm, inp.grad_bytes, inp.zero_stage, eff)
     window = t_b * (m if inp.zero_stage >= 3 else 1)
-    dp_exposed = dp_s - min(eff.dp_overlap * dp_s, window)
+    dp_exposed = dp_s - minimum(eff.dp_overlap * dp_s, window)
     optimizer = inp.optimizer_bytes / (inp.bandwidth * eff.bandwidth)
     if inp.offload_bytes:
         optimizer += inp.offload_bytes / (inp.pcie_gbps * 1e9 * eff.link)
@@ -186,9 +204,9 @@ def train_step(inp: TrainingInputs, eff: Efficiency) -> TrainStep:
     compute = m * (t_f + t_b + t_r)
     peak_all = inp.world * inp.peak_flops * step
     busy = (
-        min(inp.hardware_flops_step / peak_all / inp.profile.gemm_efficiency_for(inp.compute_dtype), 1.0)
+        minimum(inp.hardware_flops_step / peak_all / inp.profile.gemm_efficiency_for(inp.compute_dtype), 1.0)
         if overridden
-        else min((compute + optimizer) / step, 1.0)
+        else minimum((compute + optimizer) / step, 1.0)
     )
     return TrainStep(
         step_s=step,

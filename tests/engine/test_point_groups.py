@@ -50,8 +50,20 @@ BASES: tuple[dict[str, Any], ...] = (
     {"serving": {"batching": "static"}, "parallel": {"pp": 2}},
     {"serving": {"arrival_rate": 4.0, "requests": 200, "slo_ttft_s": 0.5}},
     {"parallel": {"tp": 2, "ep": 2, "dp": 1}, "dtype": "fp8"},
-)
-GROUPS = 120
+    # every feature of the training step model, which runs a point group as arrays: gradient
+    # accumulation (a global batch large enough for MAX_BATCH, so that the largest micro-batches
+    # underfill the pipeline and the rest do not), the interleaved schedule, offloads with a time to
+    # train, the --mfu override with expert parallelism, and TP across nodes (communication-bound
+    # at small micro-batches only)
+    {"workload": "pretrain", "global_batch_size": 2**21,
+     "parallel": {"pp": 4, "pipeline_schedule": "interleaved", "virtual_stages": 2}},
+    {"workload": "finetune", "method": "full", "train_tokens": 1e9,
+     "parallel": {"dp": 2, "zero_stage": 3, "offload_optimizer": "cpu", "offload_params": "nvme"}},
+    {"workload": "pretrain", "mfu": 0.35, "global_batch_size": 2**22, "train_tokens": 2e12,
+     "parallel": {"tp": 2, "dp": 4, "ep": 2, "zero_stage": 1}},
+    {"workload": "pretrain", "recompute": "full", "parallel": {"tp": 16}},
+)  # fmt: skip
+GROUPS = 160
 POINTS_PER_GROUP = 16
 
 
@@ -244,3 +256,20 @@ def test_drawn_assumptions_are_checked() -> None:
         engine.run_points(resolved, {"batch_size": [1, 2, 3]}, None, {"perf.kernel_efficiency_scale": [0.5, 0.6]})
     one = engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5]})
     assert one.estimate(0).resolved.scenario.assumptions == {"perf.kernel_efficiency_scale": 0.5}
+
+
+@pytest.mark.parametrize("extra", [{"mfu": 0.4}, {"train_tokens": 1e9}], ids=["mfu", "train-tokens"])
+def test_a_training_point_that_fails_alone_fails_alone_in_its_group(extra: dict[str, Any]) -> None:
+    """A micro-batch x DP above the global batch leaves a point no micro-batch: its single estimate
+    divides by zero. Over a group that division raises too (not an inf or a NaN in one column),
+    so the engine estimates the group point by point and only that point fails, as alone."""
+    resolved = resolve(make_scenario(model="llama-3.1-8b", gpu="h100-sxm", workload="pretrain",
+                                     global_batch_size=8, **extra))  # fmt: skip
+    points = {"batch_size": [1, 16, 2], "seq_len": [128, 1024, 4096]}
+    engine = _engine()
+    group = engine.run_points(resolved, points)
+    assert isinstance(group, SplitEstimate)
+    for i in range(3):
+        alone = engine.run(_point(resolved, points, i))
+        assert _describe(group.estimate(i)) == _describe(alone)
+        assert bool(alone.failures) is (i == 1), alone.failures
