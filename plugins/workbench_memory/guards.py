@@ -135,19 +135,31 @@ def out_of_memory(
     min_gpus: int | None,
     min_layout: tuple[int, int, int] | None = None,
 ) -> Warning:
-    top = sorted(((v, k) for k, v in parts.items()), reverse=True)[:2]
+    top = _top_two(parts)
     largest = " and ".join(f"{PART_NAMES[k]} ({format_bytes(v)})" for v, k in top)
     where = f" on pipeline stage {stage + 1} of {pp}" if pp > 1 else ""
     message = (
         f"Needs {format_bytes(total)} per GPU{where} but {format_bytes(usable)} is usable; "
         f"the largest parts are {largest}."
     )
-    return Warning(
-        "out-of-memory",
-        message,
-        "error",
-        "; ".join(_fixes(scenario, {k for _, k in top}, min_gpus, min_layout)),
-    )
+    return Warning("out-of-memory", message, "error", out_of_memory_fix(scenario, {k for _, k in top}, min_gpus,
+                                                                         min_layout))  # fmt: skip
+
+
+def _top_two(parts: dict[str, float]) -> list[tuple[float, str]]:
+    return sorted(((v, k) for k, v in parts.items()), reverse=True)[:2]
+
+
+def largest_parts(parts: dict[str, float]) -> list[str]:
+    """The names of the two largest parts (what the out-of-memory fix is about)."""
+    return [k for _, k in _top_two(parts)]
+
+
+def out_of_memory_fix(
+    scenario: Scenario, largest: set[str], min_gpus: int | None, min_layout: tuple[int, int, int] | None
+) -> str:
+    """The out-of-memory warning's fix for a scenario whose largest parts are ``largest``."""
+    return "; ".join(_fixes(scenario, largest, min_gpus, min_layout))
 
 
 def _fixes(

@@ -25,7 +25,7 @@ from workbench.engine.points import Column, PointOutputs, PointsContext, PointWa
 from workbench.engine.quantity import Warning
 from workbench_memory import assumptions as A
 from workbench_memory.fit import MAX_GPUS, Fit, fewest_gpus, max_concurrency
-from workbench_memory.guards import out_of_memory
+from workbench_memory.guards import largest_parts, out_of_memory, out_of_memory_fix
 from workbench_memory.sharding import Plan, Stage, build_stages, make_plan, pick
 
 PARTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "recurrent_state", "overhead")
@@ -462,28 +462,59 @@ def _out_of_memory(
     if fits is True or (isinstance(fits, np.ndarray) and fits.all()):
         return []
     failing = np.flatnonzero(~_full(fits, n))
-    by_fix: dict[str, list[int]] = {}
-    made: dict[int, Warning] = {}
-    for i in failing.tolist():
+
+    def point_parts(i: int) -> dict[str, float]:
+        return {k: v for k, v in zip(PARTS, (pick(part, i) for part in parts)) if v or k != "recurrent_state"}
+
+    def point_layout(i: int) -> tuple[int | None, tuple[int, int, int] | None]:
         f = fit[i]
-        warning = out_of_memory(
-            scenario,
-            {k: v for k, v in zip(PARTS, (pick(part, i) for part in parts)) if v or k != "recurrent_state"},
-            pick(total, i),
-            usable,
-            pick(worst_index, i),
-            pp,
-            f.gpus if f else None,
-            (f.tp, f.pp, f.dp) if f else None,
-        )
-        made[i] = warning
-        by_fix.setdefault(warning.fix, []).append(i)
+        return (f.gpus, (f.tp, f.pp, f.dp)) if f else (None, None)
+
+    def message(i: int) -> str:
+        return out_of_memory(scenario, point_parts(i), pick(total, i), usable, pick(worst_index, i), pp,
+                             *point_layout(i)).message  # fmt: skip
+
+    # The fix is decided per point (its two largest parts, its fewest GPUs) but written once per
+    # distinct decision; the message, with its byte counts, only for the point someone reads.
+    by_fix: dict[str, list[int]] = {}
+    fixes: dict[tuple[Any, ...], str] = {}
+    tops = _two_largest(parts, failing)
+    for j, i in enumerate(failing.tolist()):
+        largest = frozenset(largest_parts(point_parts(i)) if tops is None else tops[j])
+        decision = (largest, *point_layout(i))
+        fix = fixes.get(decision)
+        if fix is None:
+            fix = fixes[decision] = out_of_memory_fix(scenario, set(largest), *point_layout(i))
+        by_fix.setdefault(fix, []).append(i)
     out = []
     for fix, where in by_fix.items():
         mask = np.zeros(n, dtype=bool)
         mask[where] = True
-        out.append(PointWarning("out-of-memory", lambda i: made[i].message, "error", fix, mask))
+        out.append(PointWarning("out-of-memory", message, "error", fix, mask))
     return out
+
+
+def _two_largest(parts: tuple[Any, ...], points: np.ndarray) -> list[tuple[str, str]] | None:
+    """The names of the two largest parts at each of ``points``, ordered as
+    :func:`~workbench_memory.guards.largest_parts` orders them (by amount, then by name, both
+    descending; an empty recurrent state is no part), over arrays; None when a part holds exact
+    Python ints (an object array), which only that function compares exactly."""
+    if any(isinstance(v, np.ndarray) and v.dtype == object for v in parts):
+        return None
+    m = len(points)
+    amounts = np.empty((len(PARTS), m))
+    for row, (name, value) in enumerate(zip(PARTS, parts)):
+        amounts[row] = value[points] if isinstance(value, np.ndarray) else value
+        if name == "recurrent_state":
+            amounts[row][amounts[row] == 0] = -np.inf
+    names = np.broadcast_to(np.array(_NAME_RANK)[:, None], amounts.shape)
+    order = np.lexsort((names, amounts), axis=0)  # ascending by amount, then by name
+    first, second = order[-1], order[-2]
+    return [(PARTS[a], PARTS[b]) for a, b in zip(first.tolist(), second.tolist())]
+
+
+#: Each part's place in name order (ties in amount are broken by name, as sorting the pairs does).
+_NAME_RANK = tuple(sorted(PARTS).index(name) for name in PARTS)
 
 
 def _always(key: str) -> bool:

@@ -148,3 +148,28 @@ def _estimators() -> list[object]:
 
     estimators = PluginHost(entry_point_group=None).registry.estimators
     return [e for e in estimators if e.info.id.startswith("memory")]
+
+
+def test_the_two_largest_parts_over_arrays_are_those_sorting_each_point_gives() -> None:
+    """The out-of-memory fix names a point's two largest parts; over a group they are picked with
+    one lexsort, which must order ties (equal amounts: by name, descending) and an empty recurrent
+    state (no part) exactly as sorting each point's (amount, name) pairs does."""
+    import random
+
+    from workbench_memory.guards import largest_parts
+    from workbench_memory.stack import PARTS, _two_largest
+
+    rng = random.Random(7)
+    n = 400
+    columns = []
+    for name in PARTS:
+        values = [rng.choice((0.0, 1.0, 2.0, 1e9, 3e9, rng.uniform(0, 4e9))) for _ in range(n)]
+        columns.append(np.array(values) if rng.random() < 0.8 else values[0])
+    points = np.arange(0, n, 3)
+    got = _two_largest(tuple(columns), points)
+    for j, i in enumerate(points.tolist()):
+        parts = {k: (v[i].item() if isinstance(v, np.ndarray) else v) for k, v in zip(PARTS, columns)}
+        parts = {k: v for k, v in parts.items() if v or k != "recurrent_state"}
+        assert list(got[j]) == largest_parts(parts), (i, parts)
+    exact = tuple(np.array([2**70] * n, dtype=object) if k == "weights" else c for k, c in zip(PARTS, columns))
+    assert _two_largest(exact, points) is None  # exact Python ints: compared point by point
