@@ -17,7 +17,7 @@ keep working: the engine runs them point by point and gathers their quantities i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -416,6 +416,81 @@ class GroupResults(Mapping[str, Column]):
             else:
                 values.update(segment[i])
         return values
+
+
+class PointQuantities(MutableMapping[str, Quantity]):
+    """Point ``i``'s quantities as an :class:`~workbench.engine.estimate.Estimate`'s ``values``,
+    each built when first read: a comparison that judges a candidate on twenty keys, for every
+    draw of a Monte Carlo sample, does not build the other hundred. Listing them (iteration,
+    ``items()``, ``values()``) builds them all at once, in the order estimators produced them;
+    writes are kept as a dict's would be."""
+
+    __slots__ = ("_results", "_i", "_made", "_all")
+
+    def __init__(self, results: GroupResults, i: int) -> None:
+        self._results = results
+        self._i = i
+        self._made: dict[str, Quantity] = {}
+        self._all: dict[str, Quantity] | None = None  # every key, once listed
+
+    def _every(self) -> dict[str, Quantity]:
+        found = self._all
+        if found is None:
+            found = self._results.point(self._i)
+            found.update(self._made)  # what was read (the same objects) or written since
+            self._all = self._made = found
+        return found
+
+    def __getitem__(self, key: str) -> Quantity:
+        made = self._made.get(key)
+        if made is not None:
+            return made
+        if self._all is not None or key not in self._results:
+            raise KeyError(key)
+        made = self._made[key] = self._results.quantity(key, self._i)
+        return made
+
+    def __setitem__(self, key: str, quantity: Quantity) -> None:
+        self._every()[key] = quantity
+
+    def __delitem__(self, key: str) -> None:
+        del self._every()[key]
+
+    def __contains__(self, key: object) -> bool:
+        if self._all is not None:
+            return key in self._all
+        return key in self._made or key in self._results
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._every())
+
+    def __len__(self) -> int:
+        return len(self._every())
+
+    def keys(self):  # type: ignore[no-untyped-def]  # noqa: ANN201 - the dict's own view
+        return self._every().keys()
+
+    def items(self):  # type: ignore[no-untyped-def]  # noqa: ANN201
+        return self._every().items()
+
+    def values(self):  # type: ignore[no-untyped-def]  # noqa: ANN201
+        return self._every().values()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Mapping):
+            return NotImplemented
+        return self._every() == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PointQuantities({self._every()!r})"
 
 
 class PointValues(Mapping[str, Quantity]):

@@ -12,7 +12,7 @@ import numpy as np
 from workbench.core.resolved import ResolvedScenario
 from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.estimate import Estimate
-from workbench.engine.points import GroupResults, PointWarning
+from workbench.engine.points import GroupResults, PointQuantities, PointWarning
 from workbench.engine.quantity import EstimatorFailure, Value, Warning
 
 
@@ -85,7 +85,7 @@ class PointsEstimate:
 
     def estimate(self, i: int) -> Estimate:
         """Point ``i`` as a full estimate (every quantity, formulas lazy), as ``Engine.run`` gives."""
-        values = self.columns.point(i)
+        values = PointQuantities(self.columns, i)  # each quantity built when read
         return Estimate(self.resolved(i), values, self.assumptions.at(i), self.point_warnings(i), list(self.failures))
 
 
