@@ -111,6 +111,10 @@ def test_compare_scenarios_of_a_project(tmp_path: Path, capsys: pytest.CaptureFi
         (["compare", *SERVE], "--gpus-list"),
         (["compare", *SERVE, "--gpus-list", "h100-sxm,h1000"], "h1000"),
         (["compare", *SERVE, "--gpus-list", "h100-sxm@abc"], "price after @"),
+        (["compare", *SERVE, "--gpus-list", "h100-sxm@"], "give a price after @"),
+        (["compare", *SERVE, "--gpus-list", "h100-sxm@2/"], "purchase price after /"),
+        (["compare", *SERVE, "--gpus-list", "h100-sxm@2/-5"], "price after / must be a positive number"),
+        (["compare", *SERVE, "--gpus-list", "h100-sxm@2/inf"], "price after / must be a positive number"),
         (["compare", *SERVE, "--gpus-list", "h100-sxm:no-such-node"], "no-such-node"),
         (["compare", *SERVE, *FOUR, "--max-tpot", "-1"], "--max-tpot"),
         (["compare", *SERVE, *FOUR, "--usd-per-gpu-hour", "2"], "--usd-per-gpu-hour"),
@@ -277,3 +281,17 @@ def test_solve_help_describes_every_question() -> None:
     described = {line.split()[0] for line in SOLVE_DESCRIPTION.splitlines()[2:] if line.startswith("  ") and
                  not line.startswith("    ")}
     assert set(question.choices) == described
+
+
+def test_a_candidate_carries_its_own_rental_and_purchase_prices(capsys) -> None:  # type: ignore[no-untyped-def]
+    """``ID@RENT/BUY``: the rental price sets the hourly cost, the purchase price the capex (times
+    one plus the server overhead); ``ID@/BUY`` sets the purchase price alone."""
+    code, out, err = run_cli(
+        capsys, "compare", "--model", "llama-3.1-8b", "--gpus-list", "h100-sxm@2.5/25000,b200@/38000", "--json"
+    )
+    assert code == 0, err
+    rows = {r["accelerator"]: r["values"] for r in json.loads(out)["scenarios"][0]["results"]}
+    assert rows["h100-sxm"]["usd_per_gpu_hour"] == 2.5
+    assert rows["h100-sxm"]["tco_capex_usd"] == pytest.approx(25000 * 1.5)
+    assert rows["b200"]["tco_capex_usd"] == pytest.approx(38000 * 1.5)
+    assert rows["b200"]["usd_per_gpu_hour"] != 2.5  # the catalog's rental price stays

@@ -1,8 +1,9 @@
 """`gpu-workbench compare`, `sensitivity`, and the inverse questions `solve` gains here:
 ``cheapest``, ``train-in``, ``max-context-tpot`` and ``max-batch-tpot``.
 
-Candidates are ``ID[:NODE][@USD_PER_GPU_HOUR]`` in ``--gpus-list`` (``mi300x@3.5``: MI300X at
-$3.50 per GPU-hour), or ``--candidates all`` (the catalog plus the project's own accelerators).
+Candidates are ``ID[:NODE][@USD_PER_GPU_HOUR][/USD_PER_GPU]`` in ``--gpus-list`` (``mi300x@3.5``:
+MI300X at $3.50 per GPU-hour; ``b200@5/38000`` also at $38,000 to buy; ``b200@/38000`` the purchase
+price alone), or ``--candidates all`` (the catalog plus the project's own accelerators).
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ def _add_candidates(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--gpus-list",
-        metavar="ID[:NODE][@USD],...",
-        help="candidate accelerators, e.g. h100-sxm,h200-sxm,mi300x@3.5 (@: price per GPU-hour)",
+        metavar="ID[:NODE][@USD[/USD]],...",
+        help="candidate accelerators, e.g. h100-sxm,h200-sxm,mi300x@3.5/15000 (@: rental price per GPU-hour, "
+        "/: purchase price per GPU)",
     )
     group.add_argument(
         "--candidates", choices=["all"], help="every accelerator of the catalog and the project"
@@ -117,29 +119,41 @@ def _targets(args: argparse.Namespace) -> Targets:
 
 
 def parse_candidates(text: str) -> list[Candidate]:
-    """``h100-sxm,mi300x:mi300x-8-oam@3.5`` -> candidates (node and price optional)."""
+    """``h100-sxm,mi300x:mi300x-8-oam@3.5/21000`` -> candidates (node and prices optional: after
+    @ the rental price per GPU-hour, after / the purchase price per GPU; either may be left out,
+    as in ``b200@/38000``)."""
     out = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        spec, _, price_text = item.partition("@")
+        spec, at, prices = item.partition("@")
         ident, _, node = spec.partition(":")
-        price = None
-        if price_text:
-            try:
-                price = float(price_text) if len(price_text) <= 64 else -1.0
-            except ValueError:
-                price = -1.0
-            if not 0 < price <= MAX_USD:  # also refuses nan and inf
-                raise InputError(
-                    f"--gpus-list: '{item}': the price after @ must be a positive number (USD per GPU-hour)"
-                )
+        rent_text, slash, buy_text = prices.partition("/")
+        if at and not rent_text and not buy_text:
+            raise InputError(f"--gpus-list: '{item}': give a price after @ (USD per GPU-hour, then /USD per GPU)")
+        rent = _price(item, rent_text, "the price after @ must be a positive number (USD per GPU-hour)")
+        buy = _price(item, buy_text, "the price after / must be a positive number (USD per GPU)")
+        if slash and not buy_text:
+            raise InputError(f"--gpus-list: '{item}': give the purchase price after / (USD per GPU)")
         if not ident:
             raise InputError(f"--gpus-list: '{item}' names no accelerator")
-        out.append(Candidate(ident.lower(), node.lower() or None, price))
+        out.append(Candidate(ident.lower(), node.lower() or None, rent, buy))
     if not out:
         raise InputError("--gpus-list: name at least one accelerator")
     return out
+
+
+def _price(item: str, text: str, why: str) -> float | None:
+    """A positive price (None when ``text`` is empty); InputError naming the candidate otherwise."""
+    if not text:
+        return None
+    try:
+        price = float(text) if len(text) <= 64 else -1.0
+    except ValueError:
+        price = -1.0
+    if not 0 < price <= MAX_USD:  # also refuses nan and inf
+        raise InputError(f"--gpus-list: '{item}': {why}")
+    return price
 
 
 def _candidates(
