@@ -121,6 +121,10 @@ class CostEstimator:
         "break-even.",
     )
 
+    def takes_assumption_arrays(self, scenario: object) -> bool:
+        """The power fractions drawn per point (a Monte Carlo sample) are plain arithmetic here."""
+        return True
+
     def estimate_points(self, ctx: PointsContext) -> PointOutputs:
         if ctx.n == 1:
             # A group of one point (a single estimate): the same formulas over Python floats, with
@@ -200,8 +204,8 @@ class CostEstimator:
                     "kW",
                     "Facility power while working",
                     lambda i: (
-                        f"{int(at(gpus, i))} GPUs x TDP {tdp:g} W x ({idle:g} + (1 - {idle:g}) x utilization "
-                        f"{at(util, i):.3g}) x (1 + host {host:g}) x PUE {pricing.pue:g}"
+                        f"{int(at(gpus, i))} GPUs x TDP {tdp:g} W x ({at(idle, i):g} + (1 - {at(idle, i):g}) x "
+                        f"utilization {at(util, i):.3g}) x (1 + host {at(host, i):g}) x PUE {pricing.pue:g}"
                     ),
                     POWER_IDS,
                 )

@@ -295,3 +295,20 @@ def test_a_candidate_carries_its_own_rental_and_purchase_prices(capsys) -> None:
     assert rows["h100-sxm"]["tco_capex_usd"] == pytest.approx(25000 * 1.5)
     assert rows["b200"]["tco_capex_usd"] == pytest.approx(38000 * 1.5)
     assert rows["b200"]["usd_per_gpu_hour"] != 2.5  # the catalog's rental price stays
+
+
+def test_compare_says_how_sure_the_recommendation_is(capsys) -> None:  # type: ignore[no-untyped-def]
+    """--confidence N: the share of N draws of the documented assumption ranges in which each
+    candidate is the recommendation, in the text and in --json (shares and 'none' sum to 1)."""
+    argv = ["compare", "--model", "llama-3.1-8b", "--batch", "64", "--gpus-list", "h100-sxm@2,mi300x@2.2"]
+    code, out, err = run_cli(capsys, *argv, "--confidence", "200", "--json")
+    assert code == 0, err
+    conf = json.loads(out)["confidence"]
+    assert conf["draws"] == 200 and conf["seed"] == 0
+    assert sum(conf["shares"].values()) + conf["no_recommendation"] == pytest.approx(1.0)
+    assert {d["id"] for d in conf["drawn"]} >= {"perf.kernel_efficiency_scale", "perf.bandwidth_efficiency_scale"}
+    code, out, err = run_cli(capsys, *argv, "--confidence", "200")
+    assert code == 0, err
+    assert "decision confidence over 200 draws" in out and "of draws" in out
+    assert_one_line_error(*run_cli(capsys, *argv, "--confidence", "0"), "--confidence")
+    assert_one_line_error(*run_cli(capsys, *argv, "--confidence", "50", "--csv", "-"), "--confidence")

@@ -192,8 +192,9 @@ def test_point_fields_are_checked() -> None:
 SERVING_DRAWN = (
     "perf.kernel_efficiency_scale", "perf.bandwidth_efficiency_scale", "perf.step_overhead_s",
     "moe.load_imbalance", "comm.bandwidth_efficiency", "comm.latency_intra_node_s", "comm.latency_inter_node_s",
+    "cost.idle_power_fraction", "cost.host_power_fraction",
 )  # fmt: skip
-NOT_ARRAYS = ("memory.fragmentation", "cost.idle_power_fraction")
+NOT_ARRAYS = ("memory.fragmentation", "compute.decode_context_fraction")
 DRAW_GROUPS = 24
 
 

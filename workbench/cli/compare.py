@@ -143,6 +143,18 @@ def parse_candidates(text: str) -> list[Candidate]:
     return out
 
 
+def _draw_count(text: str) -> int:
+    from workbench.engine.confidence import MAX_DRAWS
+
+    try:
+        value = int(text) if len(text) <= 12 else 0
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_DRAWS:
+        raise argparse.ArgumentTypeError(f"a whole number of draws from 1 to {MAX_DRAWS:,}")
+    return value
+
+
 def _price(item: str, text: str, why: str) -> float | None:
     """A positive price (None when ``text`` is empty); InputError naming the candidate otherwise."""
     if not text:
@@ -366,12 +378,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     scenarios, project = _scenarios(args)
     candidates = _apply_price_flags(args, _candidates(args, project) or [])
-    comparison = compare(
-        default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
-    )
+    confidence = None
+    if args.confidence:
+        from workbench.engine.confidence import decision_confidence
+
+        confidence = decision_confidence(default_engine(), scenarios, candidates, _resolver(project), _targets(args),
+                                         draws=args.confidence, max_gpus=args.max_gpus)  # fmt: skip
+        comparison = confidence.base
+    else:
+        comparison = compare(
+            default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
+        )
     if args.json:
-        _emit_json(exports.comparison_json(comparison))
+        doc = exports.comparison_json(comparison)
+        if confidence is not None:
+            doc["confidence"] = confidence.as_dict()
+        _emit_json(doc)
         return 0
+    if confidence is not None and (args.csv or args.html):
+        raise InputError("--confidence goes with the text or --json output, not --csv/--html")
     if args.csv:
         _write(exports.comparison_csv(comparison), args.csv, "the CSV export")
         if args.csv == "-":
@@ -381,10 +406,27 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.html == "-":
             return 0
     print(render(comparison, args.max_gpus))
+    if confidence is not None:
+        print()
+        print(render_confidence(confidence))
     for path in (args.csv, args.html):
         if path:
             print(f"wrote {path}")
     return 0
+
+
+def render_confidence(confidence: Any) -> str:
+    """How often each candidate is the recommendation over the draws, most often first."""
+    lines = [f"decision confidence over {confidence.draws:,} draws (seed {confidence.seed}) of "
+             f"{len(confidence.drawn)} assumptions, each uniform over its documented range:"]  # fmt: skip
+    ranked = sorted(confidence.shares.items(), key=lambda item: (-item[1], item[0]))
+    for label, share in ranked:
+        lines.append(f"  {label}: the cheapest that meets the targets in {share:.0%} of draws")
+    if confidence.no_recommendation:
+        lines.append(f"  no candidate meets the targets in {confidence.no_recommendation:.0%} of draws")
+    lines.append("  drawn: " + ", ".join(f"{f.id} {f.low:.3g}..{f.high:.3g}" for f in confidence.drawn))
+    lines.extend(f"  note: {note}" for note in confidence.notes)
+    return "\n".join(lines)
 
 
 # --- sensitivity --------------------------------------------------------------------------------
@@ -612,6 +654,11 @@ def add_compare_commands(
     comp.add_argument("--scenario", action="append", metavar="FILE|NAME", help=repeat_help)
     _add_candidates(comp)
     _add_targets(comp)
+    comp.add_argument(
+        "--confidence", type=_draw_count, metavar="N",
+        help="also draw the assumptions N times over their documented ranges (Monte Carlo, seed 0) and say "
+        "how often each candidate is the recommendation (1000 is plenty)",
+    )  # fmt: skip
     out = comp.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON document on stdout")
     out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV ('-': stdout)")
