@@ -397,3 +397,31 @@ def test_memory_chart_has_a_recurrent_state_segment_for_state_space_models(qapp)
     assert llama.segments["recurrent_state"] == (0.0, 0.0) and llama.segments["kv_cache"][0] > 0
     assert chart.segments["recurrent_state"][0] == estimate.get("memory.per_gpu.recurrent_state") > 0
     assert chart.segments["kv_cache"] == (0.0, 0.0)
+
+
+def test_the_comparison_carries_its_decision_confidence_when_asked(qapp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """confidence_draws > 0: the comparison section adds the share of draws each candidate wins,
+    the same shares as engine.confidence gives (one scenario, two candidates priced apart)."""
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.compare import Candidate, Targets
+    from workbench.engine.confidence import decision_confidence
+    from workbench.pluginhost import default_engine
+    from workbench.report.pdf import export_report
+
+    project = Project(name="MC", scenarios=(SCENARIOS[0],))
+    request = ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "l40s"),
+                            confidence_draws=200)  # fmt: skip
+    data = collect(request)
+    assert data.confidence is not None and data.confidence.draws == 200
+    direct = decision_confidence(default_engine(), [SCENARIOS[0]], [Candidate("h100-sxm"), Candidate("l40s")],
+                                 lambda s: resolve_scenario(s, project), Targets(), draws=200)  # fmt: skip
+    assert data.confidence.shares == direct.shares
+    path = tmp_path / "mc.pdf"
+    export_report(request, path)
+    text = _text(path)
+    assert "Decision confidence" in text and "Share of draws" in text
+    best = max(direct.shares, key=direct.shares.get)
+    assert f"{direct.shares[best]:.0%}" in text
+    plain = tmp_path / "plain.pdf"
+    export_report(ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "l40s")), plain)
+    assert "Decision confidence" not in _text(plain)

@@ -23,6 +23,12 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 
 
+def _draws(text: str) -> int:
+    from workbench.cli.compare import _draw_count
+
+    return _draw_count(text)
+
+
 def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]) -> None:
     from workbench.report.document import PAGE_SIZES, SECTION_IDS
 
@@ -58,6 +64,10 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
 
     _add_targets(report)  # default: the saved comparison's targets
     report.add_argument("--page-size", choices=list(PAGE_SIZES), default="a4", help="paper size (default a4)")
+    report.add_argument(
+        "--confidence", type=_draws, metavar="N", default=0,
+        help="add the comparison's decision confidence over N Monte Carlo draws of the assumption ranges",
+    )  # fmt: skip
     report.add_argument("--author", help="who prepared the report (default: the project's author)")
     report.add_argument("--title", help="report title (default: 'GPU sizing report')")
     report.set_defaults(handler=_cmd_report)
@@ -141,6 +151,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         candidates=candidates,
         targets=None if targets == Targets() else targets,  # none given: the saved comparison's
         page_size=args.page_size,
+        confidence_draws=args.confidence,
         author=args.author,
         **({"title": args.title} if args.title else {}),
     )

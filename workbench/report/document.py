@@ -84,6 +84,9 @@ class ReportRequest:
     #: of the project's saved comparison (the window's Compare tab), if any.
     targets: Any = None
     page_size: str = "a4"
+    #: Draws of the documented assumption ranges behind the comparison's decision confidence
+    #: (``workbench.engine.confidence``); 0: none.
+    confidence_draws: int = 0
     title: str = "GPU sizing report"
     author: str | None = None
     date: dt.date = field(default_factory=dt.date.today)
@@ -128,6 +131,8 @@ class ReportData:
     estimates: list[Estimate]
     #: Result of ``workbench.engine.compare`` (None: not wanted, not available, or one candidate).
     comparison: Any = None
+    #: ``workbench.engine.confidence.Confidence`` of that comparison (None: not asked for).
+    confidence: Any = None
     #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
     sensitivity: dict[str, Any] = field(default_factory=dict)
     #: Scenario name -> the fixes that make it fit (``workbench.engine.fixes``), for plans that do not.
@@ -185,6 +190,8 @@ def collect(
     if want_compare:
         tick("Comparing candidates")
         data.comparison = _compare(request, eng, data.notes)
+        if data.comparison is not None and request.confidence_draws:
+            data.confidence = _confidence(request, eng, data.comparison, data.notes)
     if want_sensitivity:
         for estimate in estimates:
             tick(f"Sensitivity of {estimate.resolved.scenario.name}")
@@ -246,6 +253,28 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
         raise
     except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
         notes.append(f"The comparison could not be made: {exc}")
+        return None
+
+
+def _confidence(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:
+    """How often each candidate of ``comparison`` wins over the request's draws (None on failure)."""
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.confidence import decision_confidence
+
+    project = request.project
+    try:
+        return decision_confidence(
+            engine,
+            list(request.selected_scenarios()),
+            list(comparison.candidates),
+            lambda s: resolve_scenario(s, project),
+            comparison.targets,
+            draws=request.confidence_draws,
+        )
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
+        notes.append(f"The decision confidence could not be computed: {exc}")
         return None
 
 

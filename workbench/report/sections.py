@@ -758,6 +758,33 @@ def build_comparison(data: ReportData, body: Body) -> None:
         body.para(_e(why))
         return
     _comparison_body(comparison, body)
+    if data.confidence is not None:
+        _confidence_body(data.confidence, body)
+    else:
+        failed = next((n for n in data.notes if "decision confidence" in n), "")
+        if failed:
+            body.para(_e(failed))
+
+
+def _confidence_body(confidence: Any, body: Body) -> None:
+    """How often each candidate is the recommendation over the Monte Carlo draws."""
+    body.heading("Decision confidence")
+    drawn = ", ".join(f"{f.title.lower()} {_factor_value(f.low, f.unit)} to {_factor_value(f.high, f.unit)}"
+                      for f in confidence.drawn)  # fmt: skip
+    body.intro(
+        f"The comparison repeated {confidence.draws:,} times, each time with every assumption that has a "
+        f"documented range drawn uniformly in it (seed {confidence.seed}): {drawn or 'none moves these estimates'}. "
+        "The share of draws in which each candidate is the cheapest that meets the targets says how much "
+        "the recommendation rests on the assumptions."
+    )
+    ranked = sorted(confidence.shares.items(), key=lambda item: (-item[1], item[0]))
+    rows = [[_e(label), f"{share:.0%}"] for label, share in ranked]
+    if confidence.no_recommendation:
+        rows.append(["no candidate meets the targets", f"{confidence.no_recommendation:.0%}"])
+    body.table(["Candidate", "Share of draws"], rows, widths=[70, 30], align=["left", "right"],
+               title="Decision confidence")  # fmt: skip
+    for note in confidence.notes:
+        body.para(_e(note))
 
 
 def build_sensitivity(data: ReportData, body: Body) -> None:
