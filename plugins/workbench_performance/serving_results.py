@@ -24,6 +24,7 @@ from workbench.engine.points import (
     SharedColumn,
     column_for,
 )
+from workbench.engine.points import at as at_point
 from workbench.engine.quantity import FixedQuantity, Quantity, Warning
 from workbench_performance import efficiency as E
 from workbench_performance import keys as K
@@ -121,7 +122,8 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
         if drawn:
             v["performance.tokens_per_s"] = QuantityColumn([
                 Quantity(p.tokens_per_s[i].item(), K.unit("performance.tokens_per_s"), label, partial(formula, i), used,
-                         _efficiency_words(central.at(i)) + mfu_note)
+                         _efficiency_words(at_point(central.matmul, i), at_point(central.bandwidth, i),
+                                           at_point(central.step_overhead_s, i)) + mfu_note)
                 for i in range(n)
             ])  # fmt: skip
         else:
@@ -300,18 +302,15 @@ def _efficiency_text(eff: E.Efficiency) -> str:
     hit = _EFFICIENCY_TEXT.get(id(eff))
     if hit is not None and hit[0] is eff:
         return hit[1]
-    text = _efficiency_words(eff)
+    text = _efficiency_words(eff.matmul, eff.bandwidth, eff.step_overhead_s)
     if len(_EFFICIENCY_TEXT) > 256:
         _EFFICIENCY_TEXT.clear()
     _EFFICIENCY_TEXT[id(eff)] = (eff, text)
     return text
 
 
-def _efficiency_words(eff: E.Efficiency) -> str:
-    return (
-        f"kernel profile x {eff.matmul:g} (compute), x {eff.bandwidth:g} (bandwidth), "
-        f"overhead {ms(eff.step_overhead_s)}"
-    )
+def _efficiency_words(matmul: float, bandwidth: float, overhead_s: float) -> str:
+    return f"kernel profile x {matmul:g} (compute), x {bandwidth:g} (bandwidth), overhead {ms(overhead_s)}"
 
 
 def _policy(inp: InferenceInputs) -> str:

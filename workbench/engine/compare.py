@@ -14,7 +14,7 @@ accelerator only (it is a price for that GPU); everything else takes the catalog
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -790,6 +790,9 @@ class _DrawnSizing:
         self.engine, self.resolved, self.draws, self.n = engine, resolved, draws, n
         self.search = LayoutSearch(engine, resolved, shared)
         self._given: Any = None
+        self._counts: list[int] = []  # GPU counts where some layout fits, in search order
+        self._counts_seen = 0
+        self._counts_done = False
         self._ranked: dict[int, list[tuple[int, int, int, Any]]] = {}
         self._full: dict[tuple[int, int, int], Any] = {}
 
@@ -822,19 +825,35 @@ class _DrawnSizing:
         return None
 
     def fewest(self, i: int, max_gpus: int) -> Layout | None:
-        """:func:`solvers.fewest_gpus` for draw ``i``."""
+        """:func:`solvers.fewest_gpus` for draw ``i``: the counts where some layout fits are the
+        same for every draw (found once, lazily, in the same order); the best runnable layout of
+        each is the draw's."""
+        for count in self._fitting_counts(max_gpus):
+            best = self.best(count, i)
+            if best is not None:
+                return best
+        return None
+
+    def _fitting_counts(self, max_gpus: int) -> Iterator[int]:
+        found = self._counts
+        for count in found:
+            yield count
+        if self._counts_done:
+            return
         per_node = self.resolved.cluster.node.gpus_per_node
         checked = False
         for count in solvers.gpu_counts(per_node, max_gpus):
+            if count <= self._counts_seen:
+                continue
+            self._counts_seen = count
             if count > per_node and not checked:
                 checked = True
                 if self.search.nothing_fits(max_gpus):
-                    return None
+                    break
             if self.search.any_fits(count):
-                best = self.best(count, i)
-                if best is not None:
-                    return best
-        return None
+                found.append(count)
+                yield count
+        self._counts_done = True
 
     def size(self, i: int, max_gpus: int) -> tuple[Estimate, Layout | None, str]:
         """What :func:`size` gives for draw ``i``."""

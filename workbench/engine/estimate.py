@@ -10,6 +10,9 @@ from workbench.engine.assumptions import AssumptionSet
 from workbench.engine.quantity import EstimatorFailure, Quantity, Value, Warning
 
 
+_MISSING = object()
+
+
 @dataclass(slots=True)
 class Estimate:
     resolved: ResolvedScenario
@@ -19,7 +22,13 @@ class Estimate:
     failures: list[EstimatorFailure] = field(default_factory=list)
 
     def get(self, key: str, default: Value = None) -> Value:
-        quantity = self.values.get(key)
+        values = self.values
+        if type(values) is not dict:  # a point group's lazy quantities: the value, no Quantity built
+            value_of = getattr(values, "value", None)
+            if value_of is not None:
+                found = value_of(key, _MISSING)
+                return default if found is _MISSING or found is None else found
+        quantity = values.get(key)
         return default if quantity is None else quantity.value
 
     def __contains__(self, key: str) -> bool:

@@ -482,6 +482,15 @@ class PointQuantities(MutableMapping[str, Quantity]):
         except KeyError:
             return default
 
+    def value(self, key: str, default: Any = None) -> Any:
+        """``self[key].value`` without building the quantity when it is not built yet."""
+        made = self._made.get(key)
+        if made is not None:
+            return made.value
+        if self._all is not None or key not in self._results:
+            return default
+        return self._results.value(key, self._i)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
