@@ -312,3 +312,27 @@ def test_compare_says_how_sure_the_recommendation_is(capsys) -> None:  # type: i
     assert "decision confidence over 200 draws" in out and "of draws" in out
     assert_one_line_error(*run_cli(capsys, *argv, "--confidence", "0"), "--confidence")
     assert_one_line_error(*run_cli(capsys, *argv, "--confidence", "50", "--csv", "-"), "--confidence")
+
+
+def test_compare_exports_each_candidates_pareto_fronts(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["compare", "--model", "llama-3.1-70b", "--weights", "fp8", "--gen-len", "256", "--gpus-list",
+            "h100-sxm,mi300x"]  # fmt: skip
+    code, out, err = run_cli(capsys, *argv, "--pareto", "--json")
+    assert code == 0, err
+    fronts = json.loads(out)["pareto"]["fronts"]
+    assert [f["candidate"] for f in fronts] == ["h100-sxm", "mi300x"]
+    for f in fronts:
+        per_gpu = [p["tokens_per_s_per_gpu"] for p in f["throughput_front"]]
+        per_user = [p["tokens_per_s_per_user"] for p in f["throughput_front"]]
+        assert per_gpu == sorted(per_gpu, reverse=True) and per_user == sorted(per_user)  # a trade-off curve
+    code, out, err = run_cli(capsys, *argv, "--pareto-csv", "-")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("candidate,tp,batch") and len(lines) - 1 == sum(len(f["points"]) for f in fronts)
+    code, out, err = run_cli(capsys, *argv, "--pareto")
+    assert code == 0 and "Pareto fronts of" in out and "tok/s/user" in out
+    assert_one_line_error(
+        *run_cli(capsys, "compare", "--model", "llama-3.1-8b", "--workload", "pretrain", "--gpus-list", "h100-sxm",
+                 "--pareto"),  # fmt: skip
+        "serving",
+    )

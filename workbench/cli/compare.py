@@ -389,14 +389,25 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         comparison = compare(
             default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
         )
+    fronts = None
+    if args.pareto or args.pareto_csv:
+        from workbench.engine.pareto import pareto_fronts
+
+        fronts = pareto_fronts(default_engine(), scenarios[0], candidates, _resolver(project))
+    if args.pareto_csv:
+        _write(_pareto_csv(fronts), args.pareto_csv, "the Pareto CSV export")
+        if args.pareto_csv == "-":
+            return 0
     if args.json:
         doc = exports.comparison_json(comparison)
         if confidence is not None:
             doc["confidence"] = confidence.as_dict()
+        if args.pareto:
+            doc["pareto"] = {"scenario": scenarios[0].name, "fronts": [f.as_dict() for f in fronts]}
         _emit_json(doc)
         return 0
-    if confidence is not None and (args.csv or args.html):
-        raise InputError("--confidence goes with the text or --json output, not --csv/--html")
+    if (confidence is not None or args.pareto) and (args.csv or args.html):
+        raise InputError("--confidence and --pareto go with the text or --json output, not --csv/--html")
     if args.csv:
         _write(exports.comparison_csv(comparison), args.csv, "the CSV export")
         if args.csv == "-":
@@ -409,10 +420,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if confidence is not None:
         print()
         print(render_confidence(confidence))
-    for path in (args.csv, args.html):
+    if args.pareto:
+        print()
+        print(render_pareto(scenarios[0].name, fronts))
+    for path in (args.csv, args.html, args.pareto_csv):
         if path:
             print(f"wrote {path}")
     return 0
+
+
+def render_pareto(scenario: str, fronts: Any) -> str:
+    """Each candidate's throughput front: per-GPU against per-user speed, with cost and TPOT."""
+    lines = [f"Pareto fronts of {scenario} (one node; TP x concurrency): throughput per GPU against tokens/s per user"]
+    for f in fronts:
+        lines.append(f"  {f.candidate.label}:" + ("" if f.throughput else "  " + "; ".join(f.notes)))
+        for p in f.throughput:
+            usd = "no price" if p.usd_per_million_tokens is None else f"${p.usd_per_million_tokens:.3g}/Mtok"
+            lines.append(f"    TP{p.tp} x {p.batch:>4}: {p.tokens_per_s_per_gpu:>8,.0f} tok/s/GPU  "
+                         f"{p.tokens_per_s_per_user:>6.1f} tok/s/user  TPOT {p.tpot_s * 1e3:.1f} ms  {usd}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _pareto_csv(fronts: Any) -> str:
+    import csv
+    import io
+
+    text = io.StringIO()
+    out = csv.writer(text, lineterminator="\n")
+    out.writerow(["candidate", "tp", "batch", "gpus", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "tpot_s",
+                  "ttft_s", "usd_per_million_tokens", "throughput_front", "cost_front"])  # fmt: skip
+    for f in fronts:
+        on_throughput, on_cost = set(f.throughput), set(f.cost)
+        for p in f.points:
+            out.writerow([f.candidate.label, p.tp, p.batch, p.gpus, p.tokens_per_s_per_gpu, p.tokens_per_s_per_user,
+                          p.tpot_s, p.ttft_s, "" if p.usd_per_million_tokens is None else p.usd_per_million_tokens,
+                          p in on_throughput, p in on_cost])  # fmt: skip
+    return text.getvalue()
 
 
 def render_confidence(confidence: Any) -> str:
@@ -659,6 +702,12 @@ def add_compare_commands(
         help="also draw the assumptions N times over their documented ranges (Monte Carlo, seed 0) and say "
         "how often each candidate is the recommendation (1000 is plenty)",
     )  # fmt: skip
+    comp.add_argument(
+        "--pareto", action="store_true",
+        help="also each candidate's Pareto fronts on one node (TP x concurrency): throughput per GPU against "
+        "tokens/s per user, and $/M tokens against TPOT (first scenario)",
+    )  # fmt: skip
+    comp.add_argument("--pareto-csv", metavar="FILE", help="write every configuration of the fronts as CSV ('-': stdout)")
     out = comp.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="one JSON document on stdout")
     out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV ('-': stdout)")
