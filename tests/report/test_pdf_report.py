@@ -420,8 +420,16 @@ def test_the_comparison_carries_its_decision_confidence_when_asked(qapp, tmp_pat
     export_report(request, path)
     text = _text(path)
     assert "Decision confidence" in text and "Share of draws" in text
+    assert "Pareto fronts" in text and "Throughput per GPU against speed per user" in text
+    assert data.pareto is not None and {f.candidate.label for f in data.pareto[1]} == {"h100-sxm", "l40s"}
     best = max(direct.shares, key=direct.shares.get)
     assert f"{direct.shares[best]:.0%}" in text
     plain = tmp_path / "plain.pdf"
     export_report(ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "l40s")), plain)
     assert "Decision confidence" not in _text(plain)
+
+
+def test_a_training_only_comparison_has_no_pareto_chart(qapp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    project = Project(name="T", scenarios=(SCENARIOS[1],))
+    request = ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "h200-sxm"))
+    assert collect(request).pareto is None

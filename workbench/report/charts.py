@@ -857,6 +857,90 @@ class BarChart(Chart):
         painter.restore()
 
 
+# --- Pareto fronts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParetoSeries:
+    """One candidate's front: (x, y) points in order along the front."""
+
+    label: str
+    points: Sequence[tuple[float, float]]
+
+
+@dataclass
+class ParetoChart(Chart):
+    """Each candidate's front as a line of markers: x tokens/s per user, y throughput per GPU
+    (both higher is better: the best configurations lie towards the top right)."""
+
+    title: str
+    x_label: str
+    y_label: str
+    series: Sequence[ParetoSeries]
+    style: ChartStyle = field(default_factory=ChartStyle)
+    plot_height: float = 200.0
+
+    def height_for(self, width: float) -> float:
+        legend_rows = math.ceil(len(self.series) / 3)
+        return 24 + self.plot_height + 34 + legend_rows * 14 + 6
+
+    def paint(self, painter: QPainter, rect: QRectF) -> None:
+        style = self.style
+        font, small, bold = style.font(), style.font(style.small_pt), style.font(bold=True)
+        finite = [(x, y) for s in self.series for x, y in s.points if math.isfinite(x) and math.isfinite(y)]
+        left_gutter = 46.0
+        plot = QRectF(rect.left() + left_gutter + 14, rect.top() + 24, rect.width() - left_gutter - 24,
+                      self.plot_height)  # fmt: skip
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        _text(painter, bold, rect.left(), rect.top() + 2, self.title, valign="top")
+        if not finite:
+            _text(painter, font, plot.left() + 6, plot.center().y(), "no configuration runs", colour=BAD)
+            painter.restore()
+            return
+        x_top = nice_top(max(x for x, _ in finite) * 1.05, max(2, int(plot.width() / 60)))
+        y_top = nice_top(max(y for _, y in finite) * 1.05, 5)
+        sx, sy = plot.width() / x_top, plot.height() / y_top
+        for tick in linear_ticks(0, x_top, max(2, int(plot.width() / 60))):
+            x = plot.left() + tick * sx
+            painter.setPen(QPen(GRID, 0.6))
+            painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()))
+            _text(painter, small, x, plot.bottom() + 4, compact_number(tick), align="center", valign="top",
+                  colour=MUTED)  # fmt: skip
+        for tick in linear_ticks(0, y_top, 5):
+            y = plot.bottom() - tick * sy
+            painter.setPen(QPen(GRID, 0.6))
+            painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
+            _text(painter, small, plot.left() - 4, y, compact_number(tick), align="right", valign="middle",
+                  colour=MUTED)  # fmt: skip
+        _text(painter, font, plot.center().x(), plot.bottom() + 28, self.x_label, align="center", valign="bottom")
+        _vertical_text(painter, font, rect.left(), plot.center().y(), self.y_label)
+        for k, s in enumerate(self.series):
+            colour = QColor(SERIES_COLOURS[k % len(SERIES_COLOURS)])
+            pts = [QPointF(plot.left() + x * sx, plot.bottom() - y * sy) for x, y in s.points
+                   if math.isfinite(x) and math.isfinite(y)]  # fmt: skip
+            painter.setPen(QPen(colour, 1.4))
+            for a, b in zip(pts, pts[1:]):
+                painter.drawLine(a, b)
+            painter.setBrush(QBrush(colour))
+            for p in pts:
+                painter.drawEllipse(p, 2.4, 2.4)
+        _frame(painter, plot)
+        # legend: three per row under the axis title
+        legend_top = plot.bottom() + 34
+        column = rect.width() / 3
+        for k, s in enumerate(self.series):
+            colour = QColor(SERIES_COLOURS[k % len(SERIES_COLOURS)])
+            x = rect.left() + (k % 3) * column
+            y = legend_top + (k // 3) * 14 + 7
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QBrush(colour))
+            painter.drawRect(QRectF(x, y - 4, 10, 8))
+            label = _metrics(painter, small).elidedText(s.label, Qt.TextElideMode.ElideRight, column - 18)
+            _text(painter, small, x + 14, y, label, valign="middle")
+        painter.restore()
+
+
 # --- tornado --------------------------------------------------------------------------------------
 
 

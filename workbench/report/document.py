@@ -133,6 +133,8 @@ class ReportData:
     comparison: Any = None
     #: ``workbench.engine.confidence.Confidence`` of that comparison (None: not asked for).
     confidence: Any = None
+    #: (scenario name, Pareto fronts of the charted candidates, how many were left out), or None.
+    pareto: Any = None
     #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
     sensitivity: dict[str, Any] = field(default_factory=dict)
     #: Scenario name -> the fixes that make it fit (``workbench.engine.fixes``), for plans that do not.
@@ -192,6 +194,8 @@ def collect(
         data.comparison = _compare(request, eng, data.notes)
         if data.comparison is not None and request.confidence_draws:
             data.confidence = _confidence(request, eng, data.comparison, data.notes)
+        if data.comparison is not None:
+            data.pareto = _pareto(request, eng, data.comparison, data.notes)
     if want_sensitivity:
         for estimate in estimates:
             tick(f"Sensitivity of {estimate.resolved.scenario.name}")
@@ -254,6 +258,31 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
         notes.append(f"The comparison could not be made: {exc}")
         return None
+
+
+#: Candidates a Pareto chart can tell apart (one colour each): the best-ranked ones.
+PARETO_CANDIDATES = 7
+
+
+def _pareto(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:
+    """The Pareto fronts of the first serving scenario that generates tokens, for the comparison's
+    best-ranked candidates; None when no scenario serves."""
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.pareto import pareto_fronts
+
+    scenario = next((s for s in request.selected_scenarios() if not s.is_training and s.gen_len >= 2), None)
+    if scenario is None:
+        return None
+    ranked = next(sc for sc in comparison.scenarios if sc.scenario.name == scenario.name).results
+    candidates = [r.candidate for r in ranked][:PARETO_CANDIDATES]
+    try:
+        fronts = pareto_fronts(engine, scenario, candidates, lambda s: resolve_scenario(s, request.project))
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
+        notes.append(f"The Pareto fronts could not be computed: {exc}")
+        return None
+    return scenario.name, fronts, max(len(ranked) - len(candidates), 0)
 
 
 def _confidence(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:

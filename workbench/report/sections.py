@@ -36,6 +36,8 @@ from workbench.report.charts import (
     Chart,
     ChartStyle,
     MemoryStackChart,
+    ParetoChart,
+    ParetoSeries,
     RooflineChart,
     SideBySide,
     TornadoChart,
@@ -758,12 +760,32 @@ def build_comparison(data: ReportData, body: Body) -> None:
         body.para(_e(why))
         return
     _comparison_body(comparison, body)
+    if data.pareto:
+        _pareto_body(data.pareto, body)
     if data.confidence is not None:
         _confidence_body(data.confidence, body)
     else:
         failed = next((n for n in data.notes if "decision confidence" in n), "")
         if failed:
             body.para(_e(failed))
+
+
+def _pareto_body(pareto: Any, body: Body) -> None:
+    """Each candidate's throughput front on one node, as a chart."""
+    scenario, fronts, left_out = pareto
+    body.heading("Pareto fronts")
+    more = f" ({left_out} lower-ranked candidates left out of the chart)" if left_out else ""
+    body.intro(
+        f"Every configuration of one node that runs {_e(scenario)}: tensor parallelism over the node's GPUs and "
+        "1 to 1,024 concurrent requests per replica. Each line is a candidate's best trade-off between what "
+        "a GPU delivers and what each user sees; configurations below a line are beaten on both" + more + "."
+    )
+    series = [
+        ParetoSeries(f.candidate.label, [(p.tokens_per_s_per_user, p.tokens_per_s_per_gpu) for p in f.throughput])
+        for f in fronts
+    ]
+    body.chart(ParetoChart("Throughput per GPU against speed per user", "output tokens/s per user",
+                           "output tokens/s per GPU", series))  # fmt: skip
 
 
 def _confidence_body(confidence: Any, body: Body) -> None:
