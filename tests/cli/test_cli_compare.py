@@ -336,3 +336,23 @@ def test_compare_exports_each_candidates_pareto_fronts(capsys) -> None:  # type:
                  "--pareto"),  # fmt: skip
         "serving",
     )
+
+
+def test_compare_at_equal_service_level(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["compare", "--model", "llama-3.1-70b", "--gen-len", "256", "--seq-len", "1024", "--gpus-list",
+            "h100-sxm,mi300x,l40s", "--max-ttft", "1", "--max-tpot", "0.05", "--min-tokens-per-s", "5000",
+            "--iso-sla", "--weights-options", "bf16,fp8"]  # fmt: skip
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    assert [r["rank"] for r in results] == [1, 2, 3]
+    for r in results:
+        if r["meets_targets"]:
+            best = r["best"]
+            assert best["ttft_s"] <= 1 and best["tpot_s"] <= 0.05 and best["tokens_per_s"] >= 5000
+            assert best["weights"] in ("bf16", "fp8")
+        else:
+            assert r["reason"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0 and "at equal service level" in out
+    assert_one_line_error(*run_cli(capsys, *argv[:-1], "bf16,zz"), "weights")

@@ -389,6 +389,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         comparison = compare(
             default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
         )
+    if args.iso_sla:
+        from workbench.engine.iso_sla import iso_sla
+
+        weights = [w.strip() for w in args.weights_options.split(",") if w.strip()] if args.weights_options else None
+        iso = iso_sla(default_engine(), scenarios[0], candidates, _resolver(project), _targets(args), weights=weights)
+        if args.json:
+            _emit_json({"scenario": scenarios[0].name, "targets": _targets(args).as_dict(),
+                        "results": [r.as_dict() for r in iso]})  # fmt: skip
+        else:
+            print(render_iso_sla(scenarios[0].name, iso, _targets(args)))
+        return 0
     fronts = None
     if args.pareto or args.pareto_csv:
         from workbench.engine.pareto import pareto_fronts
@@ -427,6 +438,24 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if path:
             print(f"wrote {path}")
     return 0
+
+
+def render_iso_sla(scenario: str, results: Any, targets: Any) -> str:
+    """Each candidate in its cheapest configuration that meets the targets, ranked."""
+    demand = targets.min_tokens_per_s is not None
+    lines = [f"{scenario} at equal service level: each candidate in its cheapest configuration of one-node replicas "
+             f"that meets the targets ({'cost per hour of the replicas the demand needs' if demand else 'cost per million tokens'})"]  # fmt: skip
+    for r in results:
+        if r.best is None or not r.meets:
+            lines.append(f"  {r.rank:>2}  {r.candidate.label}: does not meet the targets: {r.reason}")
+            continue
+        b = r.best
+        cost = f"${b.usd_per_hour:,.2f}/h" if demand else f"${b.usd_per_million_tokens:.3g}/Mtok"
+        lines.append(f"  {r.rank:>2}  {r.candidate.label}: {cost} with {b.describe()} ({b.gpus} GPUs; "
+                     f"TTFT {b.ttft_s * 1e3:.3g} ms, TPOT {b.tpot_s * 1e3:.3g} ms, {b.tokens_per_s:,.0f} tokens/s)")  # fmt: skip
+    if results:
+        lines.append(f"  note: {results[0].notes[0]}" if results[0].notes else "")
+    return "\n".join(line for line in lines if line)
 
 
 def render_pareto(scenario: str, fronts: Any) -> str:
@@ -702,6 +731,12 @@ def add_compare_commands(
         help="also draw the assumptions N times over their documented ranges (Monte Carlo, seed 0) and say "
         "how often each candidate is the recommendation (1000 is plenty)",
     )  # fmt: skip
+    comp.add_argument(
+        "--iso-sla", action="store_true",
+        help="rank at equal service level instead: each candidate in its cheapest configuration (TP x concurrency x "
+        "weight precision, replicas for --min-tokens-per-s) that meets the targets (first scenario)",
+    )  # fmt: skip
+    comp.add_argument("--weights-options", metavar="W,W", help="with --iso-sla: weight precisions allowed (e.g. bf16,fp8)")
     comp.add_argument(
         "--pareto", action="store_true",
         help="also each candidate's Pareto fronts on one node (TP x concurrency): throughput per GPU against "

@@ -1,0 +1,78 @@
+"""Comparison at equal service level: against brute force on a small grid."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from workbench.api import engine, make_scenario
+from workbench.catalog.resolve import resolve_scenario
+from workbench.core.errors import InputError
+from workbench.engine.compare import Candidate, Targets
+from workbench.engine.iso_sla import iso_sla, objective
+
+SCENARIO = make_scenario(model="llama-3.1-70b", gpu="h100-sxm", gen_len=256, seq_len=1024)
+CANDIDATES = [Candidate("h100-sxm"), Candidate("mi300x")]
+BATCHES = (1, 4, 16, 64)
+TARGETS = Targets(max_ttft_s=1.0, max_tpot_s=0.05, min_tokens_per_s=5000.0)
+
+
+@pytest.fixture(scope="module")
+def eng():  # type: ignore[no-untyped-def]
+    return engine()
+
+
+def _brute(eng, candidate: Candidate, weights: tuple[str, ...], targets: Targets):  # type: ignore[no-untyped-def]
+    """Every (weights, TP, batch) estimated alone; the cheapest that meets the targets."""
+    found = []
+    for w in weights:
+        for tp in (1, 2, 4, 8):
+            for batch in BATCHES:
+                sc = SCENARIO.model_copy(update={
+                    "gpu": candidate.accelerator, "weights": w, "batch_size": batch, "num_gpus": tp,
+                    "parallel": SCENARIO.parallel.model_copy(update={"tp": tp}),
+                })  # fmt: skip
+                est = eng.run(resolve_scenario(sc))
+                if not est.get("memory.fits") or any(x.severity == "error" for x in est.warnings):
+                    continue
+                ttft, tpot, rate = est.get("performance.ttft_s"), est.get("performance.tpot_s"), est.get("performance.tokens_per_s")
+                if ttft > targets.max_ttft_s or tpot > targets.max_tpot_s:
+                    continue
+                replicas = max(math.ceil(targets.min_tokens_per_s / rate - 1e-9), 1)
+                found.append((est.get("cost.usd_per_hour") * replicas, replicas * tp, tpot, w, tp, batch, replicas))
+    return min(found) if found else None
+
+
+def test_the_search_finds_the_brute_force_optimum(eng) -> None:  # type: ignore[no-untyped-def]
+    results = iso_sla(eng, SCENARIO, CANDIDATES, resolve_scenario, TARGETS, weights=["bf16", "fp8"], batches=BATCHES)
+    for r in results:
+        want = _brute(eng, r.candidate, ("bf16", "fp8"), TARGETS)
+        assert want is not None and r.meets, r.candidate.label
+        best = r.best
+        assert (best.weights, best.tp, best.batch, best.replicas) == want[3:], r.candidate.label
+        assert objective(best, True) == pytest.approx(want[0])
+        assert best.tokens_per_s >= TARGETS.min_tokens_per_s  # the demand is met with replicas...
+        assert best.tokens_per_s / best.replicas * (best.replicas - 1) < TARGETS.min_tokens_per_s  # ...no more
+    assert [r.rank for r in results] == [1, 2]
+    assert objective(results[0].best, True) <= objective(results[1].best, True)
+
+
+def test_the_winner_does_not_depend_on_the_typed_batch(eng) -> None:  # type: ignore[no-untyped-def]
+    a = iso_sla(eng, SCENARIO.model_copy(update={"batch_size": 1}), CANDIDATES, resolve_scenario, TARGETS,
+                batches=BATCHES)  # fmt: skip
+    b = iso_sla(eng, SCENARIO.model_copy(update={"batch_size": 128}), CANDIDATES, resolve_scenario, TARGETS,
+                batches=BATCHES)  # fmt: skip
+    assert [(r.candidate, r.best) for r in a] == [(r.candidate, r.best) for r in b]
+
+
+def test_a_candidate_that_cannot_meet_the_targets_says_which_binds(eng) -> None:  # type: ignore[no-untyped-def]
+    tight = Targets(max_tpot_s=0.001)
+    [result] = iso_sla(eng, SCENARIO, [Candidate("h100-sxm")], resolve_scenario, tight, batches=BATCHES)
+    assert not result.meets and result.best is None and "TPOT <= 1 ms" in result.reason and "best reached" in result.reason
+
+
+def test_training_is_refused(eng) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError, match="serving"):
+        iso_sla(eng, make_scenario(model="llama-3.1-8b", gpu="h100-sxm", workload="pretrain"), CANDIDATES,
+                resolve_scenario)  # fmt: skip

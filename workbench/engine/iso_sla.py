@@ -1,0 +1,180 @@
+"""Comparison at equal service level: each candidate in the configuration that meets the targets
+at the lowest cost, whatever batch the scenario was typed with.
+
+Per candidate the search visits every configuration of one node's worth of replica: tensor
+parallelism over the divisors of the node's GPUs, concurrency (batch per replica) over powers of
+two, and each weight precision the user allows; every (candidate, precision, TP) is one point group
+over the batch sizes (:mod:`workbench.engine.pareto` enumerates the same way). A configuration
+meets the targets when it runs (fits, no guard-rail error) and its TTFT and TPOT are within the
+latency targets; demand (``min_tokens_per_s``, output tokens/s of the whole service) is met with
+replicas: ``ceil(demand / throughput of one replica)`` of them. The cheapest meeting
+configuration wins the candidate: the lowest cost per hour of all its replicas when a demand is
+given, else the lowest cost per million tokens; ties go to fewer GPUs, then to the lower TPOT.
+A candidate with no meeting configuration says which target binds: the best TTFT or TPOT any of
+its configurations reached. Candidates are ranked: meeting first, by cost.
+
+Latency here is the closed-form serving model's (means, at the configuration's concurrency); a
+scenario's simulated percentiles under load are not searched over (noted on every result).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.core.errors import InputError
+from workbench.core.scenario import Scenario
+from workbench.engine.compare import Candidate, Resolve, Targets, _candidate_scenario, cached_resolver
+from workbench.engine.pareto import BATCHES
+from workbench.engine.pipeline import Engine
+from workbench.engine.variations import validated_value, with_fields
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One serving configuration of a candidate and what it costs at the demand."""
+
+    weights: str
+    tp: int
+    batch: int
+    replicas: int
+    gpus: int
+    ttft_s: float
+    tpot_s: float
+    tokens_per_s: float  # all replicas
+    usd_per_hour: float | None  # all replicas
+    usd_per_million_tokens: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+    def describe(self) -> str:
+        reps = f"{self.replicas} x " if self.replicas > 1 else ""
+        return f"{reps}TP {self.tp}, batch {self.batch}, {self.weights} weights"
+
+
+@dataclass(slots=True)
+class IsoResult:
+    candidate: Candidate
+    best: Config | None
+    meets: bool
+    reason: str  # why it fails (empty when it meets the targets)
+    searched: int  # configurations that run
+    rank: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "candidate": self.candidate.label,
+            "rank": self.rank,
+            "meets_targets": self.meets,
+            "reason": self.reason,
+            "configurations_searched": self.searched,
+            "best": None if self.best is None else self.best.as_dict(),
+            "notes": list(self.notes),
+        }
+
+
+def iso_sla(
+    engine: Engine,
+    scenario: Scenario,
+    candidates: Sequence[Candidate],
+    resolve: Resolve,
+    targets: Targets | None = None,
+    *,
+    weights: Sequence[str] | None = None,
+    batches: Sequence[int] = BATCHES,
+) -> list[IsoResult]:
+    """Every candidate in its cheapest configuration meeting ``targets``, ranked (module docstring).
+
+    ``weights``: the weight precisions allowed (default: the scenario's own)."""
+    if scenario.is_training:
+        raise InputError("the equal-service-level comparison is for serving scenarios")
+    if not candidates:
+        raise InputError("give at least one candidate accelerator")
+    targets = targets or Targets()
+    allowed = list(weights) if weights else [scenario.weights.value if scenario.weights else scenario.dtype.value]
+    resolve = cached_resolver(resolve)
+    results = []
+    for candidate in candidates:
+        results.append(_search(engine, scenario, candidate, resolve, targets, allowed, batches))
+    ranked = sorted(results, key=lambda r: _order(r, targets.min_tokens_per_s is not None))
+    for i, result in enumerate(ranked, 1):
+        result.rank = i
+    return ranked
+
+
+def objective(config: Config, demand: bool) -> float | None:
+    """What the search minimizes: cost per hour of every replica the demand needs, or (no demand)
+    cost per million tokens."""
+    return config.usd_per_hour if demand else config.usd_per_million_tokens
+
+
+def _order(result: IsoResult, demand: bool) -> tuple[Any, ...]:
+    best = result.best
+    cost = None if best is None else objective(best, demand)
+    return (not result.meets, cost is None, cost or 0.0, best.gpus if best else 0, result.candidate.label)
+
+
+def _search(
+    engine: Engine, scenario: Scenario, candidate: Candidate, resolve: Resolve, targets: Targets,
+    allowed: Sequence[str], batches: Sequence[int],
+) -> IsoResult:  # fmt: skip
+    demand = targets.min_tokens_per_s
+    meeting: list[Config] = []
+    best_ttft = best_tpot = math.inf
+    searched = 0
+    for weights in allowed:
+        variant = with_fields(scenario, {"weights": validated_value(scenario, "weights", weights)})
+        anchor = resolve(_candidate_scenario(variant, candidate))
+        per_node = anchor.cluster.node.gpus_per_node
+        for tp in (d for d in range(1, per_node + 1) if per_node % d == 0):
+            laid = with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
+                                                 "parallel.dp": 1, "parallel.ep": 1})  # fmt: skip
+            group = engine.run_points(anchor.with_scenario(laid), {"batch_size": list(batches)})
+            for i, batch in enumerate(batches):
+                config = _config(group, i, weights, tp, batch, demand)
+                if config is None:
+                    continue
+                searched += 1
+                best_ttft, best_tpot = min(best_ttft, config.ttft_s), min(best_tpot, config.tpot_s)
+                if targets.max_ttft_s is not None and config.ttft_s > targets.max_ttft_s:
+                    continue
+                if targets.max_tpot_s is not None and config.tpot_s > targets.max_tpot_s:
+                    continue
+                meeting.append(config)
+    note = "latency is the closed-form model's at each configuration's concurrency (not simulated percentiles)"
+    if not searched:
+        return IsoResult(candidate, None, False, "no configuration of one node runs the scenario", 0, notes=[note])
+    if not meeting:
+        binding = []
+        if targets.max_tpot_s is not None and best_tpot > targets.max_tpot_s:
+            binding.append(f"TPOT <= {targets.max_tpot_s * 1e3:g} ms (best reached {best_tpot * 1e3:.3g} ms)")
+        if targets.max_ttft_s is not None and best_ttft > targets.max_ttft_s:
+            binding.append(f"TTFT <= {targets.max_ttft_s * 1e3:g} ms (best reached {best_ttft * 1e3:.3g} ms)")
+        reason = "; ".join(binding) or "the latency targets are not met together by any configuration"
+        return IsoResult(candidate, None, False, reason, searched, notes=[note])
+    priced = [c for c in meeting if objective(c, demand is not None) is not None]
+    pool = priced or meeting
+    best = min(pool, key=lambda c: (objective(c, demand is not None) or 0.0, c.gpus, c.tpot_s))
+    if objective(best, demand is not None) is None:
+        return IsoResult(candidate, best, False, "no price: enter one (ID@USD in --gpus-list)", searched, notes=[note])
+    return IsoResult(candidate, best, True, "", searched, notes=[note])
+
+
+def _config(group: Any, i: int, weights: str, tp: int, batch: int, demand: float | None) -> Config | None:
+    if not group.get(i, "memory.fits") or any(w.severity == "error" for w in group.point_warnings(i)):
+        return None
+    ttft, tpot, rate = (group.get(i, k) for k in ("performance.ttft_s", "performance.tpot_s", "performance.tokens_per_s"))
+    if not all(isinstance(v, (int, float)) and v > 0 for v in (ttft, tpot, rate)):
+        return None
+    replicas = 1 if demand is None else max(math.ceil(demand / rate - 1e-9), 1)
+    hourly = group.get(i, "cost.usd_per_hour")
+    per_m = group.get(i, "cost.usd_per_million_tokens")
+    return Config(
+        weights, tp, batch, replicas, replicas * tp, float(ttft), float(tpot), float(rate) * replicas,
+        float(hourly) * replicas if isinstance(hourly, (int, float)) else None,
+        float(per_m) if isinstance(per_m, (int, float)) else None,
+    )  # fmt: skip
