@@ -44,7 +44,10 @@ def _brute(eng, candidate: Candidate, weights: tuple[str, ...], targets: Targets
     return min(found) if found else None
 
 
-def test_the_search_finds_the_brute_force_optimum(eng) -> None:  # type: ignore[no-untyped-def]
+def test_the_search_finds_the_brute_force_optimum(eng, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from workbench.engine import iso_sla as module
+
+    monkeypatch.setattr(module, "simulated_tail", lambda *a: (0.0, 0.0, 1.0))  # the tail always passes here
     results = iso_sla(eng, SCENARIO, CANDIDATES, resolve_scenario, TARGETS, weights=["bf16", "fp8"], batches=BATCHES)
     for r in results:
         want = _brute(eng, r.candidate, ("bf16", "fp8"), TARGETS)
@@ -76,3 +79,18 @@ def test_training_is_refused(eng) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match="serving"):
         iso_sla(eng, make_scenario(model="llama-3.1-8b", gpu="h100-sxm", workload="pretrain"), CANDIDATES,
                 resolve_scenario)  # fmt: skip
+
+
+def test_with_a_demand_the_tail_decides(eng) -> None:  # type: ignore[no-untyped-def]
+    """The winner of a candidate keeps its simulated p99 TTFT and TPOT within the targets under the
+    demand's load, and costs no less than the optimum on average latencies."""
+    from workbench.engine import iso_sla as module
+
+    [result] = iso_sla(eng, SCENARIO, [Candidate("h100-sxm")], resolve_scenario, TARGETS, batches=BATCHES)
+    assert result.meets and "simulated under" in result.notes[0]
+    best = result.best
+    ttft99, tpot99, _ = module.simulated_tail(eng, SCENARIO, Candidate("h100-sxm"), resolve_scenario, best,
+                                              TARGETS.min_tokens_per_s)  # fmt: skip
+    assert ttft99 <= TARGETS.max_ttft_s and tpot99 <= TARGETS.max_tpot_s
+    want = _brute(eng, Candidate("h100-sxm"), (SCENARIO.weights.value if SCENARIO.weights else "bf16",), TARGETS)
+    assert objective(best, True) >= want[0] - 1e-9  # never below the average-latency optimum

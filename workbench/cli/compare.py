@@ -452,10 +452,12 @@ def render_iso_sla(scenario: str, results: Any, targets: Any) -> str:
         b = r.best
         cost = f"${b.usd_per_hour:,.2f}/h" if demand else f"${b.usd_per_million_tokens:.3g}/Mtok"
         lines.append(f"  {r.rank:>2}  {r.candidate.label}: {cost} with {b.describe()} ({b.gpus} GPUs; "
-                     f"TTFT {b.ttft_s * 1e3:.3g} ms, TPOT {b.tpot_s * 1e3:.3g} ms, {b.tokens_per_s:,.0f} tokens/s)")  # fmt: skip
-    if results:
-        lines.append(f"  note: {results[0].notes[0]}" if results[0].notes else "")
-    return "\n".join(line for line in lines if line)
+                     f"mean TTFT {b.ttft_s * 1e3:.3g} ms, TPOT {b.tpot_s * 1e3:.3g} ms, {b.tokens_per_s:,.0f} tokens/s)")  # fmt: skip
+        lines.extend(f"      {note}" for note in r.notes if note.startswith("simulated"))
+    general = next((n for r in results for n in r.notes if not n.startswith("simulated")), "")
+    if general:
+        lines.append(f"  note: {general}")
+    return "\n".join(lines)
 
 
 def render_pareto(scenario: str, fronts: Any) -> str:
