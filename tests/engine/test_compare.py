@@ -143,6 +143,15 @@ def test_ranking_and_recommendation(eng, serving) -> None:  # type: ignore[no-un
             r.verdict.startswith("meets the targets;")
             and f"the recommended {best.candidate.label}" in r.verdict
         )
+        # break-even: at that rental price its cost equals the recommended one's (cost is linear in it)
+        price = r.values["usd_per_gpu_hour"]
+        if price is not None:
+            assert r.break_even_usd_per_gpu_hour == pytest.approx(price * best.cost / r.cost)
+            assert r.break_even_usd_per_gpu_hour < price and "would win below $" in r.verdict
+            again = compare(eng, [serving], [best.candidate, Candidate(r.candidate.accelerator, r.candidate.node,
+                            r.break_even_usd_per_gpu_hour * 0.99)], resolve_scenario, targets)  # fmt: skip
+            assert again.scenarios[0].recommendation.candidate.accelerator == r.candidate.accelerator
+    assert best.break_even_usd_per_gpu_hour is None
     # The natural cost: $/M tokens for serving, $ of the run for training with a token count.
     assert cost_metric(serving) == "usd_per_m_tokens"
     assert cost_metric(make_scenario(model="m", gpu="g", workload="pretrain", train_tokens=1e9)) == "run_usd"

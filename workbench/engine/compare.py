@@ -228,6 +228,10 @@ class CandidateResult:
     rank: int = 0
     recommended: bool = False
     verdict: str = ""
+    #: The rental price per GPU-hour at which this candidate would cost what the recommended one
+    #: costs (its cost metric is proportional to its own price); None for the recommended one, one
+    #: that misses the targets, or one without a price.
+    break_even_usd_per_gpu_hour: float | None = None
 
     @property
     def gpus(self) -> int | None:
@@ -258,6 +262,7 @@ class CandidateResult:
             "recommended": self.recommended,
             "cost_metric": self.cost_metric,
             "verdict": self.verdict,
+            "break_even_usd_per_gpu_hour": self.break_even_usd_per_gpu_hour,
             "failures": list(self.failures),
             "warnings": list(self.warnings),
             "values": dict(self.values),
@@ -661,7 +666,12 @@ def _verdict(result: CandidateResult, best: CandidateResult | None) -> str:
         return "meets the targets"
     cost_text = format_metric(result.cost_metric, result.cost)
     ratio = result.cost / best.cost if best.cost else math.inf
-    return f"meets the targets; {cost_text}, {ratio:.2f}x the recommended {best.candidate.label}"
+    price = _number(result.values.get("usd_per_gpu_hour"))
+    breaks = ""
+    if price is not None and result.cost > 0 and best.cost > 0:
+        result.break_even_usd_per_gpu_hour = price * best.cost / result.cost
+        breaks = f"; it would win below {format_usd(result.break_even_usd_per_gpu_hour)}/GPU-h"
+    return f"meets the targets; {cost_text}, {ratio:.2f}x the recommended {best.candidate.label}{breaks}"
 
 
 def _why_none(ordered: Sequence[CandidateResult]) -> str:
