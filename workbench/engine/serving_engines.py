@@ -135,8 +135,12 @@ def resolve_scenario(scenario: Scenario, gpu: Accelerator) -> Scenario:
     update = _filled(serving, gpu, scenario.parallel.tp, scenario.parallel.pp)
     if not update:
         return scenario
-    # model_copy marks the filled knobs as set: resolving a resolved scenario changes nothing.
-    return scenario.model_copy(update={"serving": serving.model_copy(update=update)})
+    filled = serving.model_copy(update=update)
+    # The filled knobs stay "not set": the scenario still says where each value came from
+    # (provenance, --explain), saves without them, and on another GPU resolves to that GPU's
+    # defaults; resolving it again on the same GPU gives the same values.
+    object.__setattr__(filled, "__pydantic_fields_set__", set(serving.model_fields_set))
+    return scenario.model_copy(update={"serving": filled})
 
 
 def resolve(resolved: ResolvedScenario) -> ResolvedScenario:
