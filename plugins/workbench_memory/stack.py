@@ -3,12 +3,14 @@
 ``memory.per_gpu.*`` is the rank with the largest total (the pipeline stage that holds the most,
 with the busiest expert-parallel share); ``memory.average_gpu.*`` averages every rank. Usable
 memory is the whole device for training (context, NCCL and fragmentation are in the stack as
-``overhead``); for inference it follows the serving engine's rule: ``fraction x capacity``
-claimed up front (vLLM gpu_memory_utilization, SGLang mem_fraction_static, generic), or for
-TensorRT-LLM everything besides the cache plus ``free_gpu_memory_fraction`` of what that leaves; what the server leaves after weights, workspace and overhead becomes KV cache and
+``overhead``). For inference it follows the serving engine's rule: ``fraction x capacity``
+claimed up front (vLLM gpu_memory_utilization, SGLang mem_fraction_static, generic), or, for
+TensorRT-LLM, everything besides the cache plus ``free_gpu_memory_fraction`` of what that leaves
+free. What the server leaves after weights, workspace and overhead becomes KV cache and
 recurrent state (``recurrent_state``: the fixed per-sequence state of state-space and
-linear-attention layers), which gives ``kv_cache.max_concurrency``. See :mod:`workbench_memory.sharding` for the layout rules and
-:mod:`workbench_memory.fit` for ``memory.min_gpus``.
+linear-attention layers), which gives ``kv_cache.max_concurrency``. See
+:mod:`workbench_memory.sharding` for the layout rules and :mod:`workbench_memory.fit` for
+``memory.min_gpus``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.scenario import ServingEngine
 from workbench.core.units import format_bytes
 from workbench.engine.assumptions import Assumption
 from workbench.engine.estimator import EstimatorInfo
@@ -27,7 +30,6 @@ from workbench.engine.points import Column, PointOutputs, PointsContext, PointWa
 from workbench.engine.quantity import Warning
 from workbench.engine.serving_engines import memory_knob, memory_rule
 from workbench.engine.serving_engines import title as engine_title
-from workbench.core.scenario import ServingEngine
 from workbench_memory import assumptions as A
 from workbench_memory.fit import MAX_GPUS, Fit, fewest_gpus, max_concurrency
 from workbench_memory.guards import largest_parts, out_of_memory, out_of_memory_fix
