@@ -26,7 +26,7 @@ from workbench.catalog.resolve import resolve_scenario as resolve_catalog
 from workbench.cli.main import build_parser
 from workbench.cli.scenario_flags import scenario_from_args
 from workbench.core.project import Project
-from workbench.core.scenario import Batching, Scenario, ServingEngine
+from workbench.core.scenario import Batching, Scenario, ServingEngine, ServingOptions
 from workbench.core.units import GiB
 from workbench.engine import serving_engines
 from workbench.pluginhost import default_engine
@@ -174,3 +174,33 @@ def test_a_project_saved_without_the_field_opens_and_an_engines_unset_knobs_surv
     assert back[0] == old and back[0].serving.model_dump() == old.serving.model_dump()
     assert back[1].serving.engine is ServingEngine.TENSORRT_LLM
     assert back[1].serving.model_fields_set & {"gpu_memory_utilization", "kv_block_size"} == {"gpu_memory_utilization"}
+
+
+def test_a_scenario_with_an_engine_is_recorded_as_payload_version_2(tmp_path: Path) -> None:
+    import sqlite3
+
+    from workbench.core.errors import InputError
+
+    path = tmp_path / "p.gpuwb"
+    generic = Scenario(name="a", model="llama-3.1-8b", gpu="h100-sxm")
+    vllm = Scenario(name="b", model="llama-3.1-8b", gpu="h100-sxm", serving={"engine": "vllm"})
+    save_project(Project(scenarios=(generic, vllm)), path)
+    with sqlite3.connect(path) as conn:
+        versions = dict(conn.execute("select name, schema_version from scenarios"))
+    assert versions == {"a": 1, "b": 2}  # a reader of version 1 refuses b as newer, not as damaged
+    with sqlite3.connect(path) as conn:
+        conn.execute("update scenarios set schema_version = 3 where name = 'b'")
+    conn.close()
+    with pytest.raises(InputError, match="payload version 3, newer than this workbench reads"):
+        open_project(path)
+
+
+def test_the_simulator_runs_at_most_the_engines_running_sequences() -> None:
+    # vLLM on an A100 runs at most 256 sequences (max_num_seqs); 300 users: 44 wait for a slot
+    scenario = Scenario(model="llama-3.1-8b", gpu="a100-80gb-sxm", batch_size=300, seq_len=512, gen_len=64,
+                        serving={"engine": "vllm", "requests": 400, "slo_ttft_s": 10.0})
+    est = default_engine().run(resolve_catalog(scenario))
+    formula = est.values["performance.sim.ttft_p50_s"].formula
+    assert "vLLM" in formula and "chunked batching, at most 256 sequences, 2,048-token budget" in formula
+    generic = default_engine().run(resolve_catalog(scenario.model_copy(update={"serving": ServingOptions(requests=400, slo_ttft_s=10.0)})))
+    assert "at most 300 sequences" in generic.values["performance.sim.ttft_p50_s"].formula

@@ -274,6 +274,12 @@ class Pricing(BaseModel):
     utilization: float = Field(0.7, gt=0, le=1, description="Fraction of owned hours the GPUs do useful work.")
 
 
+#: The newest scenario payload version a project file may hold: 2 marks a scenario with a serving
+#: engine, which a reader of version 1 would take for a damaged file (it rejects the unknown field);
+#: with the version it names the file as newer instead. A generic scenario is still written as 1.
+SCENARIO_PAYLOAD_NEWEST = 2
+
+
 class Scenario(BaseModel):
     """One workload on one hardware setup. Validated; immutable (edits make a new one)."""
 
@@ -384,6 +390,11 @@ class Scenario(BaseModel):
     @property
     def kv_cache_dtype(self) -> DType:
         return self.kv_dtype or self.dtype
+
+    @property
+    def payload_version(self) -> int:
+        """The version a project file records for this payload (see SCENARIO_PAYLOAD_NEWEST)."""
+        return SCENARIO_PAYLOAD_NEWEST if self.serving.engine is not ServingEngine.GENERIC else self.schema_version
 
     @property
     def is_training(self) -> bool:
