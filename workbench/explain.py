@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from workbench.core.units import format_bytes, format_count, format_flops
 from workbench.engine.estimate import Estimate
+from workbench.core.scenario import ServingEngine
+from workbench.engine import serving_engines
 from workbench.engine.quantity import Quantity
 
 
@@ -81,6 +83,12 @@ def render(estimate: Estimate, explain: bool = False) -> str:
 
         lines.append("\nEstimators that failed (their numbers are missing):")
         lines.extend(f"  {f.estimator}: {f.message}" for f in estimate.failures)
+    if explain and not s.is_training and s.serving.engine is not ServingEngine.GENERIC:
+        lines.append(f"\nServing engine: {serving_engines.title(s.serving.engine)} (defaults fill the knobs not set):")
+        for name, value, origin in serving_engines.provenance(s, resolved.cluster.accelerator):
+            shown = getattr(value, "value", value)
+            lines.append(f"  {name:<24} {'none' if shown is None else shown}")
+            lines.append(f"      {origin}")
     if explain:
         used = estimate.assumptions_used()
         if used:

@@ -10,7 +10,9 @@ parallelism. DP is at least ``ceil(EP / TP)`` since EP reuses DP ranks. None: no
 
 **Concurrency** (``kv_cache.max_concurrency``, inference). Each rank of the TP x PP group gives
 the KV cache what is left of ``gpu_memory_utilization x capacity`` after weights, activation
-workspace and overhead (vLLM's profiling run does the same); a sequence of ``seq_len + gen_len``
+workspace and overhead (vLLM's profiling run does the same; under TensorRT-LLM's rule the stack
+passes stages whose cache is charged 1/free_gpu_memory_fraction against the whole GPU, which
+gives the cache that fraction of what is left free); a sequence of ``seq_len + gen_len``
 tokens takes its block-rounded share on every rank, plus the fixed recurrent state of the
 rank's state-space / linear-attention layers, and the fullest rank sets the limit.
 """

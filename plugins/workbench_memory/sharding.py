@@ -96,6 +96,10 @@ class Plan:
     micro_batches: PerPoint | None = None
     schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     virtual_stages: int = 1
+    #: Bytes a stage charges per byte of KV cache and recurrent state. 1 for what is reported; the
+    #: layout search under a free-memory rule (TensorRT-LLM: the cache gets a fraction f of what is
+    #: free after everything else) charges 1/f, so "fits the whole GPU" is exactly that rule.
+    cache_charge: float = 1.0
     _activations: dict[tuple[int, bool, bool], tuple[PerPoint, PerPoint, PerPoint]] = field(
         default_factory=dict
     )
@@ -419,8 +423,9 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
         kv_seq = (
             sequence_elements(c, p.tokens, a, b) * c.kv_elems_per_rank(tp, p.kv_decompressed) * p.kv_bytes
         )
+        kv_seq = kv_seq * p.cache_charge
         kv = kv_seq * p.batch
-        state_seq = (c.state[b] - c.state[a]) * c.state_bytes_per_rank(tp, p.kv_bytes)
+        state_seq = (c.state[b] - c.state[a]) * c.state_bytes_per_rank(tp, p.kv_bytes) * p.cache_charge
         state = state_seq * p.batch
     groups = (tp > 1) + (pp > 1) + (ep > 1)
     return Stage(

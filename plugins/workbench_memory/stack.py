@@ -3,26 +3,33 @@
 ``memory.per_gpu.*`` is the rank with the largest total (the pipeline stage that holds the most,
 with the busiest expert-parallel share); ``memory.average_gpu.*`` averages every rank. Usable
 memory is the whole device for training (context, NCCL and fragmentation are in the stack as
-``overhead``) and ``gpu_memory_utilization x capacity`` for inference, which is what vLLM claims
-up front; what the server leaves after weights, workspace and overhead becomes KV cache and
+``overhead``). For inference it follows the serving engine's rule: ``fraction x capacity``
+claimed up front (vLLM gpu_memory_utilization, SGLang mem_fraction_static, generic), or, for
+TensorRT-LLM, everything besides the cache plus ``free_gpu_memory_fraction`` of what that leaves
+free. What the server leaves after weights, workspace and overhead becomes KV cache and
 recurrent state (``recurrent_state``: the fixed per-sequence state of state-space and
-linear-attention layers), which gives ``kv_cache.max_concurrency``. See :mod:`workbench_memory.sharding` for the layout rules and
-:mod:`workbench_memory.fit` for ``memory.min_gpus``.
+linear-attention layers), which gives ``kv_cache.max_concurrency``. See
+:mod:`workbench_memory.sharding` for the layout rules and :mod:`workbench_memory.fit` for
+``memory.min_gpus``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from workbench.core.scenario import ServingEngine
 from workbench.core.units import format_bytes
 from workbench.engine.assumptions import Assumption
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.points import Column, PointOutputs, PointsContext, PointWarning, col
 from workbench.engine.quantity import Warning
+from workbench.engine.serving_engines import memory_knob, memory_rule
+from workbench.engine.serving_engines import title as engine_title
 from workbench_memory import assumptions as A
 from workbench_memory.fit import MAX_GPUS, Fit, fewest_gpus, max_concurrency
 from workbench_memory.guards import largest_parts, out_of_memory, out_of_memory_fix
@@ -266,16 +273,29 @@ class MemoryStackEstimator:
         average_total = sum(average)
 
         capacity = ctx.gpu.memory_bytes
+        engine = scenario.serving.engine
         utilization = 1.0 if p.training else scenario.serving.gpu_memory_utilization
-        usable = capacity * utilization
-        fits = total <= usable
-        headroom = usable - total
         searched = want("memory.min_gpus")
         gpus_per_node = ctx.cluster.node.gpus_per_node
-        fit = fewest_gpus(p, tp, pp, ep, usable, gpus_per_node, stages, n) if searched else None
+        if not p.training and memory_rule(engine) == "free":
+            # The cache gets `utilization` of what weights, workspace and overhead leave free: the
+            # search charges the cache 1/utilization against the whole GPU, which is that rule.
+            search_plan = replace(p, cache_charge=1.0 / utilization)
+            search_stages = build_stages(search_plan, tp, pp, ep)
+            limit = capacity
+            kv_index, state_index = PARTS.index("kv_cache"), PARTS.index("recurrent_state")
+            others = total - parts[kv_index] - parts[state_index]
+            usable: Any = _free_rule_usable(others, capacity, utilization)
+            fits = _every_stage_fits(search_stages, dp, frag, capacity)
+        else:
+            search_plan, search_stages, limit, others = p, stages, capacity * utilization, None
+            usable = limit
+            fits = total <= usable
+        headroom = usable - total
+        fit = fewest_gpus(search_plan, tp, pp, ep, limit, gpus_per_node, search_stages, n) if searched else None
         concurrency: Any = None
         if not p.training and want("kv_cache.max_concurrency"):
-            concurrency = max_concurrency(stages, usable, dp, frag, n)
+            concurrency = max_concurrency(search_stages, limit, dp, frag, n)
 
         used, everything = _assumption_ids(p)
 
@@ -332,22 +352,10 @@ class MemoryStackEstimator:
             out["memory.gpu_capacity"] = col(capacity, "B", "GPU memory", lambda _: f"{gib:g} GiB x 2^30 B")
         if want("memory.usable_capacity"):
             out["memory.usable_capacity"] = col(
-                usable,
+                _value(usable),
                 "B",
                 "Usable GPU memory",
-                (
-                    lambda _: (
-                        f"training: the whole {format_bytes(capacity)}; context, NCCL and fragmentation are "
-                        "counted as overhead"
-                    )
-                )
-                if p.training
-                else (
-                    lambda _: (
-                        f"{format_bytes(capacity)} x gpu_memory_utilization {utilization:g} (vLLM claims this "
-                        f"fraction up front) = {format_bytes(usable)}"
-                    )
-                ),
+                partial(_usable_formula, p.training, engine, capacity, utilization, usable, others),
             )
         if want("memory.fits"):
             out["memory.fits"] = col(
@@ -356,7 +364,7 @@ class MemoryStackEstimator:
                 "Fits in GPU memory",
                 lambda i: (
                     f"{format_bytes(pick(total, i))} {'<=' if pick(fits, i) else '>'} "
-                    f"{format_bytes(usable)} usable"
+                    f"{format_bytes(pick(usable, i))} usable"
                 ),
                 everything,
             )
@@ -366,7 +374,7 @@ class MemoryStackEstimator:
                 "B",
                 "Headroom on the most-loaded GPU",
                 lambda i: (
-                    f"{format_bytes(usable)} - {format_bytes(pick(total, i))} = "
+                    f"{format_bytes(pick(usable, i))} - {format_bytes(pick(total, i))} = "
                     f"{format_bytes(pick(headroom, i))}"
                 ),
                 everything,
@@ -385,7 +393,7 @@ class MemoryStackEstimator:
                 concurrency,
                 "sequences",
                 "Concurrent sequences the KV cache holds",
-                partial(_concurrency_formula, p, concurrency, tokens, usable),
+                partial(_concurrency_formula, p, concurrency, tokens, limit, others is not None),
                 everything,
             )
         warnings: list[PointWarning] = []
@@ -406,6 +414,42 @@ class MemoryStackEstimator:
 def _full(value: Any, n: int) -> np.ndarray:
     """A per-point amount as an array of ``n`` entries."""
     return value if isinstance(value, np.ndarray) else np.full(n, value)
+
+
+def _free_rule_usable(others: Any, capacity: float, fraction: float) -> Any:
+    """What a free-memory rule lets the rank fill: everything besides the cache, plus ``fraction``
+    of what that leaves of the GPU (the whole GPU when nothing is left: it does not fit)."""
+    if isinstance(others, np.ndarray):
+        return np.where(others <= capacity, others + fraction * (capacity - others), capacity)
+    return others + fraction * (capacity - others) if others <= capacity else capacity
+
+
+def _every_stage_fits(stages: list[Stage], dp: int, fragmentation: float, capacity: float) -> Any:
+    """Whether every stage (its cache charged as the search charges it) fits the whole GPU."""
+    fits: Any = True
+    for s in stages:
+        fits = fits & (s.total(dp, fragmentation) <= capacity)
+    return fits
+
+
+def _usable_formula(
+    training: bool, engine: ServingEngine, capacity: float, fraction: float, usable: Any, others: Any, i: int
+) -> str:
+    if training:
+        return (
+            f"training: the whole {format_bytes(capacity)}; context, NCCL and fragmentation are counted as overhead"
+        )
+    name, knob = engine_title(engine), memory_knob(engine)
+    if others is not None:
+        rest = pick(others, i)
+        return (
+            f"{name}: weights, workspace and overhead {format_bytes(rest)} + {knob} "
+            f"{fraction:g} x ({format_bytes(capacity)} - {format_bytes(rest)} left free) = "
+            f"{format_bytes(pick(usable, i))}"
+        )
+    # generic keeps the wording it always had (vLLM's rule, which it follows)
+    claims = "vLLM claims this fraction up front" if engine is ServingEngine.GENERIC else f"{name}: claimed up front"
+    return f"{format_bytes(capacity)} x {knob} {fraction:g} ({claims}) = {format_bytes(pick(usable, i))}"
 
 
 def _value(value: Any) -> Any:
@@ -449,7 +493,7 @@ def _out_of_memory(
     scenario: Any,
     parts: tuple[Any, ...],
     total: Any,
-    usable: float,
+    usable: Any,
     fits: Any,
     worst_index: Any,
     pp: int,
@@ -471,7 +515,7 @@ def _out_of_memory(
         return (f.gpus, (f.tp, f.pp, f.dp)) if f else (None, None)
 
     def message(i: int) -> str:
-        return out_of_memory(scenario, point_parts(i), pick(total, i), usable, pick(worst_index, i), pp,
+        return out_of_memory(scenario, point_parts(i), pick(total, i), pick(usable, i), pick(worst_index, i), pp,
                              *point_layout(i)).message  # fmt: skip
 
     # The fix is decided per point (its two largest parts, its fewest GPUs) but written once per
@@ -563,7 +607,7 @@ def _average_text(value: float, pp: int, uneven_experts: bool) -> str:
     return f"{over}{experts} = {format_bytes(value)}"
 
 
-def _concurrency_formula(p: Plan, values: Any, tokens: Any, usable: float, i: int) -> str:
+def _concurrency_formula(p: Plan, values: Any, tokens: Any, usable: float, free_rule: bool, i: int) -> str:
     if p.training:
         return "training: no KV cache"
     value = pick(values, i)
@@ -571,7 +615,10 @@ def _concurrency_formula(p: Plan, values: Any, tokens: Any, usable: float, i: in
         return "the model caches no keys or values"
     paged = f", paged in blocks of {p.tokens.block} tokens" if p.tokens.block else ""
     state = " + its recurrent state" if p.c.state[p.c.layers] else ""
+    room = f"({format_bytes(usable)} usable - weights - workspace - overhead)"
+    if free_rule:
+        room = f"free_gpu_memory_fraction {p.scenario.serving.gpu_memory_utilization:g} x {room}"
     return (
-        f"per rank: ({format_bytes(usable)} usable - weights - workspace - overhead) / KV of one "
+        f"per rank: {room} / KV of one "
         f"{pick(tokens, i)}-token sequence{paged}{state}, fullest rank = {value}"
     )

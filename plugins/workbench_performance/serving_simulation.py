@@ -35,8 +35,9 @@ import numpy as np
 
 from workbench.core.errors import InputError
 from workbench.core.request_trace import read_trace
-from workbench.core.scenario import Batching, Scenario
+from workbench.core.scenario import Batching, Scenario, ServingEngine
 from workbench.engine.quantity import Quantity, q
+from workbench.engine.serving_engines import title as engine_title
 from workbench_performance.efficiency import Efficiency
 from workbench_performance.inference import InferenceInputs, decode_pass, prefill_pass
 from workbench_performance.simulator import Policy, StepModel, arrivals, simulate
@@ -148,11 +149,14 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
     if inp.max_concurrency is not None:
         # What the memory plugin found room for: max_concurrency sequences of the scenario's lengths.
         kv_blocks = max(int(inp.max_concurrency * (inp.seq_len + inp.gen_len) // block), 1)
+    # The engine's cap on running sequences (vLLM max_num_seqs, TensorRT-LLM max_batch_size): more
+    # users than that queue for a slot.
+    running = users if sv.max_running_sequences is None else min(users, sv.max_running_sequences)
     chunked = sv.batching is Batching.CHUNKED
-    budget = max(sv.prefill_chunk_tokens, users) if chunked else max(_UNCHUNKED_BUDGET, inp.seq_len, users)
+    budget = max(sv.prefill_chunk_tokens, running) if chunked else max(_UNCHUNKED_BUDGET, inp.seq_len, running)
     policy = Policy(
         sv.batching.value,
-        max_batch=users,
+        max_batch=running,
         token_budget=budget,
         prefill_chunk=sv.prefill_chunk_tokens if chunked else None,
         block_size=block,
@@ -175,7 +179,9 @@ def _run(sc: Scenario, inp: InferenceInputs, step: StepModel, trace: Any) -> Sim
         ) if t
     ) or "no targets set (every request counts)"
     description = (
-        f"simulated: {source}, {shape}; {sv.batching.value} batching, at most {users} sequences, "
+        f"simulated: {source}, {shape}; "
+        + (f"{engine_title(sv.engine)}: " if sv.engine is not ServingEngine.GENERIC else "")
+        + f"{sv.batching.value} batching, at most {running} sequences, "
         f"{budget:,}-token budget, "
         + (f"{kv_blocks:,} KV blocks of {block}" if kv_blocks is not None else "KV unbounded")
         + f"; seed {SEED}; step = {step.overhead_s * 1e3:.3g} ms + {step.prefill_token_s * 1e6:.3g} us/prefill token"

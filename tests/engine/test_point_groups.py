@@ -49,6 +49,10 @@ BASES: tuple[dict[str, Any], ...] = (
     {"serving": {"speculative_draft_params": 1e9, "speculative_tokens": 3}},
     {"serving": {"batching": "static"}, "parallel": {"pp": 2}},
     {"serving": {"arrival_rate": 4.0, "requests": 200, "slo_ttft_s": 0.5}},
+    # serving engines: TensorRT-LLM's free-memory rule over pipeline stages, defaults beside a knob set
+    {"serving": {"engine": "tensorrt-llm"}, "parallel": {"pp": 2}},
+    {"serving": {"engine": "vllm", "kv_block_size": 32}},
+    {"serving": {"engine": "sglang", "arrival_rate": 2.0, "requests": 100}},
     {"parallel": {"tp": 2, "ep": 2, "dp": 1}, "dtype": "fp8"},
     # every feature of the training step model, which runs a point group as arrays: gradient
     # accumulation (a global batch large enough for MAX_BATCH, so that the largest micro-batches

@@ -20,6 +20,7 @@ from workbench.core.limits import MAX_TRAIN_TOKENS, MAX_USD
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.core.units import format_count
+from workbench.engine import serving_engines
 from workbench.engine.compare import (
     Candidate,
     CandidateResult,
@@ -349,6 +350,9 @@ def _load_text(s: Scenario) -> str:
     if sv.trace is None and sv.arrival_cv != 1.0:
         load += f" (CV {sv.arrival_cv:g})"
     count = "" if sv.trace is not None else f"{sv.requests:,} requests, "
+    if not sv.explicit("batching"):
+        # the engine's scheduler, resolved per candidate GPU (vLLM's budget depends on its memory)
+        return f"{count}{load}, {serving_engines.title(sv.engine)} scheduling defaults"
     return f"{count}{load}, {sv.batching.value} batching"
 
 

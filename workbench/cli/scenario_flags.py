@@ -36,6 +36,7 @@ from workbench.core.scenario import (
     PipelineSchedule,
     Recompute,
     Scenario,
+    ServingEngine,
     Workload,
 )
 from workbench.engine.assumptions import check_overrides
@@ -77,7 +78,13 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--optimizer", "optimizer", str, _choices(Optimizer), "optimizer"),
     ("--recompute", "recompute", str, _choices(Recompute), "activation recomputation"),
     ("--attention", "attention", str, _choices(AttentionKernel), "attention kernel"),
-    ("--gpu-mem-util", "serving.gpu_memory_utilization", float, None, "serving engine memory fraction"),
+    ("--engine", "serving.engine", str, _choices(ServingEngine),
+     "serving software stack whose documented defaults fill the serving flags not given (default generic)"),
+    ("--gpu-mem-util", "serving.gpu_memory_utilization", float, None,
+     "serving engine memory fraction (TensorRT-LLM: of the memory free after weights and workspace)"),
+    ("--kv-block-size", "serving.kv_block_size", int, None, "tokens per KV-cache page"),
+    ("--prefill-chunk", "serving.prefill_chunk_tokens", int, None, "token budget of a step with chunked prefill"),
+    ("--max-running", "serving.max_running_sequences", int, None, "most sequences the server runs at once"),
     ("--batching", "serving.batching", str, _choices(Batching), "serving scheduler: static, continuous or chunked prefill"),
     ("--arrival-rate", "serving.arrival_rate", float, None,
      "requests per second for the serving simulation (default: a closed loop of --batch users)"),

@@ -10,7 +10,15 @@ from __future__ import annotations
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StringConstraints,
+    model_serializer,
+    model_validator,
+)
 
 from workbench.core import limits
 from workbench.core.dtypes import ACTIVATION_DTYPES, DType, WeightFormat
@@ -80,6 +88,19 @@ class Batching(str, Enum):
     CHUNKED = "chunked"
 
 
+class ServingEngine(str, Enum):
+    """The serving software stack whose documented defaults fill the knobs a user leaves unset."""
+
+    GENERIC = "generic"
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TENSORRT_LLM = "tensorrt-llm"
+
+
+#: Serving knobs an engine's defaults fill when the user did not set them (see ServingOptions).
+ENGINE_KNOBS = ("gpu_memory_utilization", "kv_block_size", "batching", "prefill_chunk_tokens", "max_running_sequences")
+
+
 class Parallelism(BaseModel):
     """How the model and the batch are split over GPUs."""
 
@@ -113,15 +134,31 @@ class Parallelism(BaseModel):
 
 
 class ServingOptions(BaseModel):
-    """Inference-server behaviour (vLLM / TensorRT-LLM / SGLang style) and the load it serves."""
+    """Inference-server behaviour (vLLM / TensorRT-LLM / SGLang style) and the load it serves.
+
+    ``engine`` names the serving stack. Under ``generic`` every knob means what its default says.
+    Under another engine, a knob of :data:`ENGINE_KNOBS` the user did not set explicitly (absent
+    from the payload, so not in ``model_fields_set``) takes that engine's documented default when
+    the scenario is estimated (``workbench.engine.serving_engines`` resolves it, with the GPU in
+    view, since some defaults depend on its memory). So that the distinction survives a save, such
+    a scenario's payload leaves the unset knobs out; a ``generic`` payload is what it always was.
+    """
 
     model_config = _FROZEN
 
+    engine: ServingEngine = Field(
+        ServingEngine.GENERIC,
+        description="Serving software stack: its documented defaults fill the serving knobs left unset "
+        "(generic: the workbench's fixed defaults).",
+    )
     gpu_memory_utilization: float = Field(
-        0.9, gt=0, le=1, description="Fraction of GPU memory the server claims up front (vLLM default 0.9)."
+        0.9, gt=0, le=1,
+        description="The engine's memory fraction: of the whole GPU, claimed up front (vLLM "
+        "gpu_memory_utilization, SGLang mem_fraction_static; generic 0.9), or for TensorRT-LLM of the "
+        "memory still free after weights and workspace (free_gpu_memory_fraction).",
     )
     paged_kv: bool = Field(True, description="KV cache in fixed-size pages (PagedAttention).")
-    kv_block_size: int = Field(16, gt=0, le=limits.MAX_SIZE_KNOB, description="Tokens per KV-cache page (vLLM default 16).")
+    kv_block_size: int = Field(16, gt=0, le=limits.MAX_SIZE_KNOB, description="Tokens per KV-cache page (generic 16, as vLLM).")
     batching: Batching = Field(
         Batching.CONTINUOUS,
         description="Scheduling: static (a batch runs until its longest request ends), continuous (new requests "
@@ -129,6 +166,11 @@ class ServingOptions(BaseModel):
         "decode steps).",
     )
     prefill_chunk_tokens: int = Field(2048, gt=0, le=limits.MAX_TOKENS, description="Tokens per prefill chunk when chunked prefill is on.")
+    max_running_sequences: int | None = Field(
+        None, gt=0, le=limits.MAX_SIZE_KNOB,
+        description="Most sequences the server runs at once; more requests wait (vLLM max_num_seqs, "
+        "TensorRT-LLM max_batch_size; None: no cap beyond the concurrency).",
+    )
     disaggregated: bool = Field(False, description="Prefill and decode run on separate GPU pools.")
     speculative_draft_params: float | None = Field(
         None, gt=0, le=limits.MAX_DRAFT_PARAMS, description="Parameters of a draft model for speculative decoding (None: off)."
@@ -188,6 +230,24 @@ class ServingOptions(BaseModel):
         data["batching"] = implied
         return data
 
+    @model_serializer(mode="wrap")
+    def _unset_knobs_stay_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """An engine's scenario keeps only the knobs set explicitly; a generic one dumps as before."""
+        data = handler(self)
+        if self.engine is ServingEngine.GENERIC:
+            data.pop("engine", None)
+            if self.max_running_sequences is None:
+                data.pop("max_running_sequences", None)
+            return data
+        for name in ENGINE_KNOBS:
+            if name not in self.model_fields_set:
+                data.pop(name, None)
+        return data
+
+    def explicit(self, name: str) -> bool:
+        """Whether knob ``name`` was set by the user (an engine default does not replace it)."""
+        return self.engine is ServingEngine.GENERIC or name in self.model_fields_set
+
     @property
     def continuous_batching(self) -> bool:
         return self.batching is not Batching.STATIC
@@ -212,6 +272,12 @@ class Pricing(BaseModel):
     grid_kg_co2_per_kwh: float = Field(0.4, ge=0, le=100, description="Carbon intensity of the grid, kg CO2e per kWh.")
     years: float = Field(3.0, gt=0, le=10, description="Ownership period for buy-vs-rent.")
     utilization: float = Field(0.7, gt=0, le=1, description="Fraction of owned hours the GPUs do useful work.")
+
+
+#: The newest scenario payload version a project file may hold: 2 marks a scenario with a serving
+#: engine, which a reader of version 1 would take for a damaged file (it rejects the unknown field);
+#: with the version it names the file as newer instead. A generic scenario is still written as 1.
+SCENARIO_PAYLOAD_NEWEST = 2
 
 
 class Scenario(BaseModel):
@@ -324,6 +390,11 @@ class Scenario(BaseModel):
     @property
     def kv_cache_dtype(self) -> DType:
         return self.kv_dtype or self.dtype
+
+    @property
+    def payload_version(self) -> int:
+        """The version a project file records for this payload (see SCENARIO_PAYLOAD_NEWEST)."""
+        return SCENARIO_PAYLOAD_NEWEST if self.serving.engine is not ServingEngine.GENERIC else self.schema_version
 
     @property
     def is_training(self) -> bool:

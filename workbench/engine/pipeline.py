@@ -31,6 +31,7 @@ from workbench.engine.points_estimate import GroupEstimate, PerPointWarnings, Po
 from workbench.engine.guard import PluginFault, is_user_interrupt
 from workbench.engine.estimator import ESTIMATOR_CONTRACT, EstimateContext, Estimator, needs_by_key
 from workbench.engine.quantity import EstimatorFailure, FixedQuantity, Quantity, Warning
+from workbench.engine import serving_engines
 
 #: Value types accepted without a closer look (any other Quantity subclass is checked one by one).
 _QUANTITY_TYPES = frozenset({Quantity, FixedQuantity})
@@ -296,6 +297,9 @@ class Engine:
         wanted: Iterable[str] | None,
         varied: dict[str, np.ndarray] | None = None,
     ) -> PointsEstimate:
+        # The serving engine's defaults fill the knobs the user left unset, once, before any
+        # estimator reads them: every estimator (and the estimate's own scenario) sees one answer.
+        resolved = serving_engines.resolve(resolved)
         scenario = resolved.scenario
         overrides = scenario.assumptions
         refused: list[str] = []

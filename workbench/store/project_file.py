@@ -32,7 +32,7 @@ from workbench.core.errors import InputError, describe_validation_error
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.project import Comparison, Project
-from workbench.core.scenario import Scenario
+from workbench.core.scenario import SCENARIO_PAYLOAD_NEWEST, Scenario
 from workbench.store.files import (
     Unreadable,
     new_temp_file,
@@ -219,7 +219,7 @@ def _write_database(project: Project, file: Path, estimates: Mapping[str, tuple[
                     "gpu": s.gpu,
                     "workload": s.workload.value,
                     "num_gpus": s.num_gpus,
-                    "schema_version": s.schema_version,
+                    "schema_version": s.payload_version,
                     "payload_json": s.model_dump_json(),
                 }
                 for i, s in enumerate(project.scenarios)
@@ -355,12 +355,12 @@ def open_project(path: str | Path) -> Project:
         conn.close()
 
 
-def _payload(file: Path, what: str, row: dict[str, Any], model: type) -> Any:
+def _payload(file: Path, what: str, row: dict[str, Any], model: type, newest: int = 1) -> Any:
     version = row.get("schema_version", 1)
     if version is not None and not isinstance(version, int):
         raise _refuse(file, f"damaged project file ({what}: schema_version is {type(version).__name__}, "
                             "not a number)")
-    if version is not None and version > 1:
+    if version is not None and version > newest:
         raise _refuse(file, f"{what} uses payload version {version}, newer than this workbench reads")
     payload = row.get("payload_json")
     if not isinstance(payload, str | bytes):
@@ -383,7 +383,7 @@ def _read_project(db: Database, file: Path) -> Project:
         r["id"]: _payload(file, f"accelerator {_name(r['id'])}", r, Accelerator) for r in db["accelerators"].rows
     }
     scenarios = tuple(
-        _payload(file, f"scenario {_name(r['name'])}", r, Scenario)
+        _payload(file, f"scenario {_name(r['name'])}", r, Scenario, SCENARIO_PAYLOAD_NEWEST)
         for r in db["scenarios"].rows_where(order_by="position")
     )
     comparisons = tuple(
