@@ -136,6 +136,22 @@ class WholeLinesLabel(QLabel):
         super().__init__(text, parent)
         self.setWordWrap(True)
 
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt override
+        # Its minimum height already follows its width. Reporting a height for width as well made
+        # a scroll area around it give the whole column its preferred height (a splitter in it at
+        # its size hint), scrolling where the least heights fit.
+        return False
+
+    # The lines at its width, not at the width a wrapped label guesses for itself (a layout takes
+    # the larger of the two hints).
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().sizeHint()
+        return QSize(hint.width(), self.minimumHeight()) if self.minimumHeight() > 0 else hint
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), self.minimumHeight()) if self.minimumHeight() > 0 else hint
+
     def setText(self, text: str) -> None:  # noqa: N802 - Qt override
         super().setText(text)
         self._fit()
