@@ -61,7 +61,7 @@ class MemoryStackChart(QWidget):
         self.plot.setXRange(X_MIN, X_MAX, padding=0)
         # The legend sits in its own cell of the plot's grid, never over a bar or a capacity label
         # (inside the view box it covered them in a narrow window): right of the plot, or under it.
-        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-6, horSpacing=8)
+        self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-6)
         self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
         self.legend_place: tuple[str, int] = ("", 0)  # ("side" or "below", columns)
         self._legend_widths: dict[int, float] = {}  # columns -> the legend's width
@@ -123,7 +123,8 @@ class MemoryStackChart(QWidget):
 
     def _place_legend(self, force: bool = False) -> None:
         """Beside the plot where that leaves it :data:`SIDE_LEGEND_MIN_PLOT` pixels, else under it."""
-        width = self.plot_widget.viewport().width() - 4
+        left, _, right, _ = self.plot.layout.getContentsMargins()
+        width = self.plot_widget.viewport().width() - left - right  # the plot's grid
         room = width - self.plot.getAxis("left").width() - self._legend_widths.get(1, 0.0)
         if room >= SIDE_LEGEND_MIN_PLOT or not self._legend_widths:
             place = ("side", 1)
