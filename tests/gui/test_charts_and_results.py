@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QLabel
 
 from workbench.core.scenario import Scenario
@@ -289,7 +289,12 @@ def test_memory_labels_keep_their_numbers_in_a_narrow_chart(qtbot, catalogs, pro
     chart.update_estimate(_estimate(catalogs, project, fake_engine, batch_size=4096))
     assert chart.capacity_label.toPlainText() == "capacity 80.0 GiB"
     assert chart.message.toPlainText().startswith("Out of memory: ")
-    chart.resize(270, 400)  # a plot of about 75 px beside the legend
+    # The narrowest chart (its legend under the plot) with a large font: the words no longer fit.
+    big = QFont()
+    big.setPointSizeF(big.pointSizeF() * 1.8)
+    for label in (chart.capacity_label, chart.usable_label, chart.message):
+        label.setFont(big)
+    chart.resize(200, 400)
     qtbot.waitUntil(lambda: chart.capacity_label.toPlainText() == "80.0 GiB", timeout=2000)
     assert chart.usable_label.toPlainText() == "72.0 GiB"
     note = chart.message.toPlainText()
@@ -297,3 +302,70 @@ def test_memory_labels_keep_their_numbers_in_a_narrow_chart(qtbot, catalogs, pro
     assert "GiB" in note and not note.startswith("Out")
     chart.resize(700, 400)
     qtbot.waitUntil(lambda: chart.capacity_label.toPlainText() == "capacity 80.0 GiB", timeout=2000)
+
+
+def test_the_memory_legend_moves_under_a_narrow_plot_and_leaves_the_bars_room(qtbot, catalogs, project, fake_engine) -> None:  # type: ignore[no-untyped-def]
+    chart = MemoryStackChart()
+    qtbot.addWidget(chart)
+    chart.resize(700, 400)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.update_estimate(_estimate(catalogs, project, fake_engine))
+    qtbot.waitUntil(lambda: chart.legend_place == ("side", 1), timeout=2000)
+    view = chart.plot.getViewBox()
+    assert view.sceneBoundingRect().right() <= chart.legend.sceneBoundingRect().left() + 1
+    chart.resize(244, 260)  # the chart at 1280x800 and 150%: beside the plot, the legend left 48 px
+    qtbot.waitUntil(lambda: chart.legend_place[0] == "below", timeout=2000)
+    qtbot.wait(20)
+    legend = chart.legend.sceneBoundingRect()
+    assert view.width() >= 150 and view.height() >= 90, (view.width(), view.height())
+    assert legend.top() >= view.sceneBoundingRect().bottom()
+    visible = chart.plot_widget.mapToScene(chart.plot_widget.viewport().rect()).boundingRect()
+    assert visible.adjusted(-1, -1, 1, 1).contains(legend), (legend, visible)
+    assert [label.text for _, label in chart.legend.items][0] == "Weights"  # every entry still there
+    assert len(chart.legend.items) == len(chart.legend_keys)
+    chart.resize(700, 400)
+    qtbot.waitUntil(lambda: chart.legend_place == ("side", 1), timeout=2000)
+
+
+@pytest.mark.parametrize("size", [(244, 260), (300, 330), (700, 420)])
+def test_the_roofline_and_memory_charts_fit_their_view_at_a_laptop_size(qtbot, catalogs, real_engine, size) -> None:  # type: ignore[no-untyped-def]
+    """At 1280x800 and 150% each top chart is 244x260: the roofline's title and axis titles (whole,
+    they made the plot 30 px wider than its view, its right part cut) and the memory chart's legend
+    (beside the plot it left the two bars 48 px) must leave a readable plot inside the view."""
+    from layout_check import chart_problems
+
+    from workbench.core.project import Project
+
+    estimate = real_engine.run(catalogs.resolve(Scenario(model="llama-3.1-8b", gpu="h100-sxm", batch_size=16),
+                                                Project()))
+    for chart in (RooflineChart(), MemoryStackChart()):
+        qtbot.addWidget(chart)
+        chart.resize(*size)
+        chart.show()
+        qtbot.waitExposed(chart)
+        chart.update_estimate(estimate)
+        qtbot.wait(30)
+        assert chart_problems(chart.plot_widget) == [], (type(chart).__name__, size)
+
+
+def test_titles_take_the_longest_form_that_fits_and_the_whole_text_as_tooltip(qtbot, catalogs, real_engine) -> None:  # type: ignore[no-untyped-def]
+    from workbench.core.project import Project
+
+    chart = RooflineChart()
+    qtbot.addWidget(chart)
+    chart.resize(700, 420)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.update_estimate(real_engine.run(catalogs.resolve(Scenario(model="llama-3.1-8b", gpu="h100-sxm"), Project())))
+    qtbot.waitUntil(lambda: chart.titles.shown("bottom") == "Arithmetic intensity (FLOP/byte)", timeout=2000)
+    assert chart.titles.shown("title") == "Roofline: NVIDIA H100 SXM5 80 GB"
+    assert not chart.plot.getAxis("bottom").toolTip()
+    chart.resize(210, 260)
+    qtbot.waitUntil(lambda: chart.titles.shown("bottom") != "Arithmetic intensity (FLOP/byte)", timeout=2000)
+    assert chart.titles.shown("bottom") in ("Intensity (FLOP/byte)", "FLOP/byte")
+    assert chart.plot.getAxis("bottom").toolTip() == "Arithmetic intensity (FLOP/byte)"
+    title = chart.titles.shown("title")
+    assert title != "Roofline: NVIDIA H100 SXM5 80 GB" and chart.plot.titleLabel.toolTip().startswith("Roofline")
+    view = chart.plot_widget
+    assert chart.plot.sceneBoundingRect().width() <= view.viewport().width() + 1

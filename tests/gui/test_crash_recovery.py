@@ -34,6 +34,9 @@ EDIT_AND_WAIT = textwrap.dedent("""
     from PySide6.QtCore import QTimer
     from workbench.gui.app import create_application, run_app
 
+    # The test reads the real stdout: the plugin guard points sys.stdout at stderr while a worker
+    # thread's estimate runs (process-wide), so a print() at that moment would go to stderr.
+    REPORT = sys.__stdout__
     app = create_application([])
     project_file = sys.argv[1] if len(sys.argv) > 1 else ""
 
@@ -42,8 +45,7 @@ EDIT_AND_WAIT = textwrap.dedent("""
         if project_file:
             assert window.open_project(Path(project_file))
         error = window.controller.set_field("batch_size", 77)
-        # sys.__stdout__: a plugin running on the estimate worker swaps sys.stdout for stderr
-        print(json.dumps({"scenario": window.controller.current, "error": error}), file=sys.__stdout__, flush=True)
+        print(json.dumps({"scenario": window.controller.current, "error": error}), file=REPORT, flush=True)
 
     QTimer.singleShot(300, edit)
     sys.exit(run_app([]))
@@ -56,6 +58,7 @@ RESTORE_AND_REPORT = textwrap.dedent("""
     from workbench.gui.app import create_application, run_app
     from workbench.gui.project.recovery_prompt import RecoveryDialog
 
+    REPORT = sys.__stdout__  # not sys.stdout: see EDIT_AND_WAIT
     app = create_application([])
     offered = []
 
@@ -72,11 +75,13 @@ RESTORE_AND_REPORT = textwrap.dedent("""
         dialog.restore_button.click()
         QTimer.singleShot(200, report)
 
-    def report():
-        window = next(w for w in app.topLevelWidgets() if w.objectName() == "main_window")
-        if not window.isVisible():  # shown once start-up is done: closing it earlier would not end the app
-            QTimer.singleShot(50, report)
+    def report(tries=0):
+        # The dialog runs its own event loop (exec): closing the window inside it quits that loop,
+        # not the app's, which then never ends. Wait until the restore has left it.
+        if app.activeModalWidget() is not None and tries < 200:
+            QTimer.singleShot(50, lambda: report(tries + 1))
             return
+        window = next(w for w in app.topLevelWidgets() if w.objectName() == "main_window")
         project = window.controller.project
         print(json.dumps({
             "offered": offered,
@@ -85,7 +90,7 @@ RESTORE_AND_REPORT = textwrap.dedent("""
             "path": str(window.project_path) if window.project_path else None,
             "holds_lock": window._lock is not None and window._lock.held,
             "title": window.windowTitle(),
-        }), file=sys.__stdout__, flush=True)
+        }), file=REPORT, flush=True)
         window.ask_before_discard = False
         window.close()
 

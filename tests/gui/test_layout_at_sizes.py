@@ -1,8 +1,13 @@
 """The real window under Xvfb on three screens (1280x800, 1920x1080, 2560x1440), each at 100% and
 150% scaling, on every tab: no value label cut (shortened labels carry their text as a tooltip), no
-table column behind a scrollbar, no table scrolling sideways (catalog tables keep their key columns
-in view), no cell shortened without a tooltip. The checks are in layout_check.py; layout_shots.py
-drives the app and saves a PNG per tab (to ``$WORKBENCH_SCREENSHOT_DIR/layout`` when set).
+wrapped label cut at its bottom, no widgets a layout stacks on each other, no table column behind a
+scrollbar, no table scrolling sideways (catalog tables keep their key columns in view), no cell
+shortened without a tooltip, and in every chart: the plot inside its view (at 1280x800 and 150%
+the roofline's whole title made its plot 30 px wider than its view, cutting the title, the ceiling
+labels and the axis title), titles, axis titles, legends and labels uncut, and a plot area of at
+least ``MIN_PLOT_AREA`` (the memory stack's legend once left its bars 48 px). The checks are in
+layout_check.py; layout_shots.py drives the app and saves a PNG per tab (to
+``$WORKBENCH_SCREENSHOT_DIR/layout`` when set).
 
 Skipped where Xvfb is not installed (CI has it: ``apt-get install -y --no-install-recommends xvfb
 libxcb-icccm4 libxcb-keysyms1``).

@@ -127,6 +127,49 @@ class WrappedLabel(QLabel):
             self.setFixedHeight(max(height, self.fontMetrics().lineSpacing()))
 
 
+class WholeLinesLabel(QLabel):
+    """A word-wrapped label (rich text allowed) whose minimum height is what its lines need at its
+    width: a layout short of room squeezes or scrolls something else instead of cutting its last
+    line (a label's own minimum is guessed for a wider label than a narrow window gives it)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt override
+        # Its minimum height already follows its width. Reporting a height for width as well made
+        # a scroll area around it give the whole column its preferred height (a splitter in it at
+        # its size hint), scrolling where the least heights fit.
+        return False
+
+    # The lines at its width, not at the width a wrapped label guesses for itself (a layout takes
+    # the larger of the two hints).
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().sizeHint()
+        return QSize(hint.width(), self.minimumHeight()) if self.minimumHeight() > 0 else hint
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        hint = super().minimumSizeHint()
+        return QSize(hint.width(), self.minimumHeight()) if self.minimumHeight() > 0 else hint
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        if self.width() <= 0:
+            return
+        before = self.minimumHeight()
+        # A label's heightForWidth is never below its minimum height: measure without it.
+        self.setMinimumHeight(0)
+        needed = self.heightForWidth(self.width()) if self.text() else 0
+        self.setMinimumHeight(max(needed, 0) if needed != before else before)
+
+
 def fit_to_width(scroll: QScrollArea, *forms: QFormLayout) -> None:
     """A panel that never scrolls sideways: its forms put a field under its label when the two do
     not fit side by side, and its drop-downs may be narrower than their longest entry."""

@@ -11,12 +11,13 @@ from collections.abc import Callable
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QResizeEvent
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QVBoxLayout, QWidget
 
 from workbench.engine.compare import CandidateResult, ScenarioComparison
 from workbench.gui import theme
 from workbench.gui.charts.axes import CompactAxis
 from workbench.gui.compare.compare_format import number, short_name, usd
+from workbench.gui.elided_label import WholeLinesLabel
 
 #: Candidates drawn at most (best-ranked first); the table holds the rest.
 MAX_BARS = 12
@@ -87,8 +88,7 @@ class CompareBarChart(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("compare_chart")
-        self.title = QLabel("", self)
-        self.title.setWordWrap(True)
+        self.title = WholeLinesLabel("", self)
         self.view = pg.GraphicsLayoutWidget(self)
         self.view.setMinimumHeight(120)
         self.cost = _BarPlot(self.view, 0)
@@ -98,11 +98,10 @@ class CompareBarChart(QWidget):
         legend = QHBoxLayout()
         legend.addWidget(self.title, 3)
         # One wrapping label: on a narrow tab the key breaks into lines instead of widening the tab.
-        self.key = QLabel(" ".join(
+        self.key = WholeLinesLabel(" ".join(
             f"<span style='white-space:nowrap'><span style='color:{colour}'>■</span>&nbsp;{text}</span>"
             for colour, text in ((theme.OK_COLOUR, "recommended"), (theme.SERIES_COLOURS[0], "meets the targets"),
                                  ("#9a9a9a", "misses a target"))), self)
-        self.key.setWordWrap(True)
         self.key.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         legend.addWidget(self.key, 2)
         legend.setContentsMargins(0, 0, 6, 0)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLay
 from workbench.engine.estimate import Estimate
 from workbench.gui import theme
 from workbench.gui.charts.axes import CompactAxis
+from workbench.gui.charts.plot_titles import PlotTitles
 from workbench.kernel_breakdown import (
     BOUNDS,
     SCOPE,
@@ -87,7 +88,8 @@ class KernelChart(QWidget):
         self.plot.showGrid(x=True, y=False, alpha=0.2)
         self.plot.invertY(True)  # the longest group on top
         self.plot.getAxis("left").setStyle(tickLength=0)
-        self.plot.setLabel("bottom", "Time per pipeline stage (ms)")
+        self.titles = PlotTitles(self.plot)
+        self.titles.set_axis("bottom", "Time per pipeline stage (ms)", "ms per stage")
         self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brushes=[], pen=pg.mkPen(None))
         self.plot.addItem(self.bars)
         self.labels: list[pg.TextItem] = []  # value labels, kept and reused

@@ -3,11 +3,12 @@ the plot.
 
 Each label offers candidate rectangles in its order of preference (on its line, beside its point
 ...); labels are placed one after another, most important first, each at its first candidate
-that lies inside the plot and touches nothing placed before it nor any obstacle. Rectangles
+that lies inside the plot and touches nothing placed before it (nor comes within a few pixels of
+it) nor any obstacle. Rectangles
 (markers, labels) are hard obstacles; line segments are soft: where every candidate crosses a
 line, a label still goes where it covers no marker or label (its veil keeps the text readable over
-the line). When nothing is free, the candidate that overlaps least is taken (a crowded tiny chart
-still shows every label). A label may ignore obstacles of its own (the line it sits on).
+the line). When nothing is free, a secondary label is left out and any other takes the candidate
+that overlaps least (a crowded tiny chart still shows its main labels). A label may ignore obstacles of its own (the line it sits on).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class Segment:
 
 
 Obstacle = QRectF | Segment
+
+#: Pixels kept free beside and above/below a placed label: two labels that merely touch read as one
+#: ("decoderidge 295").
+LABEL_PAD_X, LABEL_PAD_Y = 3.0, 0.0
 
 
 def hits(rect: QRectF, obstacle: Obstacle) -> bool:
@@ -53,10 +58,11 @@ def _overlap(rect: QRectF, others: Sequence[Obstacle]) -> float:
 
 
 def place(area: QRectF, candidates: Sequence[Sequence[QRectF]], obstacles: Sequence[Obstacle] = (),
-          own: Sequence[Sequence[int]] = ()) -> list[int]:
+          own: Sequence[Sequence[int]] = (), optional: Sequence[int] = ()) -> list[int]:
     """The index of the chosen candidate of each label (``candidates[i]``: label i's rectangles,
     preferred first; ``own[i]``: indices of the obstacles label i may cover, such as the line it
-    names)."""
+    names). A label in ``optional`` (a secondary one) that has no candidate clear of the labels
+    and markers is left out: -1."""
     chosen_indices: list[int] = []
     placed: list[QRectF] = []
     for n, options in enumerate(candidates):
@@ -68,9 +74,12 @@ def place(area: QRectF, candidates: Sequence[Sequence[QRectF]], obstacles: Seque
         free = [k for k in clear if not any(hits(options[k], o) for o in mine if isinstance(o, Segment))]
         if free or clear:
             chosen = (free or clear)[0]
+        elif n in optional:
+            chosen_indices.append(-1)
+            continue
         else:
             chosen = min(inside, key=lambda k: _overlap(options[k], [*placed, *mine]))
-        placed.append(options[chosen])
+        placed.append(options[chosen].adjusted(-LABEL_PAD_X, -LABEL_PAD_Y, LABEL_PAD_X, LABEL_PAD_Y))
         chosen_indices.append(chosen)
     return chosen_indices
 

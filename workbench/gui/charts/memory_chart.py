@@ -18,10 +18,15 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QVBoxLayout, QWidget
 from workbench.core.units import GiB, format_bytes
 from workbench.engine.estimate import Estimate
 from workbench.gui import theme
+from workbench.gui.charts.plot_titles import PlotTitles
 from workbench.gui.explain_text import number, quantity_html
 
 BAR_WIDTH = 0.56
 X_MIN, X_MAX = -0.55, 1.55  # bars at 0 and 1; the legend has its own column right of the plot
+#: The plot area (pixels) the legend's column must leave beside it; in a narrower chart the legend
+#: goes under the plot, in as many columns as its width takes (beside it, a 244 px chart kept 48 px
+#: for two bars).
+SIDE_LEGEND_MIN_PLOT = 150
 RANKS = (("per_gpu", "Most-loaded GPU"), ("average_gpu", "Average GPU"))
 TICKS = ("Most-loaded", "Average")
 
@@ -49,16 +54,17 @@ class MemoryStackChart(QWidget):
         self.plot.hideButtons()
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.showGrid(x=False, y=True, alpha=0.25)
-        self.plot.setLabel("left", "Memory per GPU (GiB)")
+        self.titles = PlotTitles(self.plot)
+        self.titles.set_axis("left", "Memory per GPU (GiB)", "GiB per GPU", "GiB")
         self.plot.getAxis("bottom").setTicks([list(enumerate(TICKS))])
-        self.plot.setLabel("bottom", "GPU")
+        self.titles.set_axis("bottom", "GPU")
         self.plot.setXRange(X_MIN, X_MAX, padding=0)
-        # The legend sits in its own column of the plot's grid, never over a bar or a capacity label
-        # (inside the view box it covered them in a narrow window).
+        # The legend sits in its own cell of the plot's grid, never over a bar or a capacity label
+        # (inside the view box it covered them in a narrow window): right of the plot, or under it.
         self.legend = pg.LegendItem(labelTextSize="8pt", verSpacing=-6)
-        self.plot.layout.addItem(self.legend, 2, 3)
-        self.plot.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
         self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self.legend_place: tuple[str, int] = ("", 0)  # ("side" or "below", columns)
+        self._legend_widths: dict[int, float] = {}  # columns -> the legend's width
         self.bars: dict[str, pg.BarGraphItem] = {}
         for key, _name, colour in theme.MEMORY_COMPONENTS:
             bar = pg.BarGraphItem(x=[0, 1], height=[0, 0], y0=[0, 0], width=BAR_WIDTH, brush=colour,
@@ -108,6 +114,35 @@ class MemoryStackChart(QWidget):
         for key in keys:
             self.legend.addItem(self.bars[key], names[key])
         self.legend_keys = keys
+        columns = self.legend.columnCount
+        for n in (3, 2, 1):
+            self.legend.setColumnCount(n)
+            self._legend_widths[n] = self.legend.layout.preferredWidth()
+        self.legend.setColumnCount(columns)
+        self._place_legend(force=True)
+
+    def _place_legend(self, force: bool = False) -> None:
+        """Beside the plot where that leaves it :data:`SIDE_LEGEND_MIN_PLOT` pixels, else under it."""
+        left, _, right, _ = self.plot.layout.getContentsMargins()
+        width = self.plot_widget.viewport().width() - left - right  # the plot's grid
+        room = width - self.plot.getAxis("left").width() - self._legend_widths.get(1, 0.0)
+        if room >= SIDE_LEGEND_MIN_PLOT or not self._legend_widths:
+            place = ("side", 1)
+        else:
+            place = ("below", next((n for n in (3, 2) if self._legend_widths[n] <= width), 1))
+        if place == self.legend_place and not force:
+            return
+        layout = self.plot.layout
+        if self.legend_place[0]:
+            layout.removeItem(self.legend)
+        self.legend.setColumnCount(place[1])
+        if place[0] == "side":
+            layout.addItem(self.legend, 2, 3)
+            layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
+        else:
+            layout.addItem(self.legend, 4, 0, 1, 3)
+            layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignHCenter)
+        self.legend_place = place
 
     # --- data ---------------------------------------------------------------------------------
 
@@ -254,6 +289,8 @@ class MemoryStackChart(QWidget):
     def eventFilter(self, watched: object, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if event.type() == QEvent.Type.Leave:
             QToolTip.hideText()
+        elif event.type() == QEvent.Type.Resize:
+            self._place_legend()
         return False
 
     # --- theme --------------------------------------------------------------------------------

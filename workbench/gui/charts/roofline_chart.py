@@ -17,7 +17,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QFontMetricsF, QResizeEvent
+from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.core.dtypes import DType
@@ -26,6 +26,7 @@ from workbench.engine.estimate import Estimate
 from workbench.gui import theme
 from workbench.gui.elided_label import WrappedLabel
 from workbench.gui.charts.label_layout import Segment, around_point, place
+from workbench.gui.charts.plot_titles import PlotTitles
 from workbench.gui.explain_text import number
 
 PHASES = ("prefill", "decode", "training")
@@ -67,8 +68,9 @@ class RooflineChart(QWidget):
         self.plot.setMouseEnabled(x=False, y=False)
         self.plot.setLogMode(x=True, y=True)
         self.plot.showGrid(x=True, y=True, alpha=0.18)
-        self.plot.setLabel("bottom", "Arithmetic intensity (FLOP/byte)")
-        self.plot.setLabel("left", "Attainable (TFLOPS)")
+        self.titles = PlotTitles(self.plot)
+        self.titles.set_axis("bottom", "Arithmetic intensity (FLOP/byte)", "Intensity (FLOP/byte)", "FLOP/byte")
+        self.titles.set_axis("left", "Attainable (TFLOPS)", "TFLOPS")
         self.slope = self.plot.plot([], [], pen=pg.mkPen(theme.chart_foreground(), width=2))
         self.ceilings: list[pg.PlotDataItem] = []
         self.ceiling_labels: list[pg.TextItem] = []
@@ -123,7 +125,6 @@ class RooflineChart(QWidget):
         self._last: tuple[Estimate | None, Accelerator | None, DType | None] | None = None
         self._roof: tuple[object, ...] | None = None
         self.roof_text = ""
-        self._title = ("", "")
         self.bounds: dict[str, str] = {}
         self.plot_widget.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot_widget.viewport().installEventFilter(self)
@@ -220,8 +221,7 @@ class RooflineChart(QWidget):
         self.ridge_label.setColor(fg)
         self.plot.setXRange(math.log10(x_lo), math.log10(x_hi), padding=0)
         self.plot.setYRange(math.log10(y_range[0]), math.log10(y_range[1]), padding=0)
-        self._title = (f"Roofline: {accelerator.name}", fg.name())
-        self._show_title()
+        self.titles.set_title(f"Roofline: {accelerator.name}", accelerator.name, color=fg.name())
         self.roof_text = f"{_fmt(peak)} TFLOPS {self.dtype_name} peak{self.weights_note}, {_fmt(bandwidth)} GB/s"
 
     def _draw_points(self, estimate: Estimate | None, x_lo: float, x_hi: float) -> None:
@@ -330,7 +330,14 @@ class RooflineChart(QWidget):
             candidates.append(options)
             texts.append(shown)
             own.append([])
-        for n, (label, chosen) in enumerate(zip(labels, place(area, candidates, obstacles, own))):
+        # The other dtypes' ceilings and the ridge are secondary: left out where no place is free
+        # (the readout and the hover still give the figures), never drawn over another label.
+        secondary = [n for n, label in enumerate(labels) if label is self.ridge_label or (
+            label in self.ceiling_labels and self.ceiling_labels.index(label) not in current)]
+        for n, (label, chosen) in enumerate(zip(labels, place(area, candidates, obstacles, own, secondary))):
+            label.setVisible(chosen >= 0)
+            if chosen < 0:
+                continue
             if label.toPlainText() != texts[n][chosen]:
                 label.setText(texts[n][chosen])
             label.setAnchor((0, 0))
@@ -353,20 +360,6 @@ class RooflineChart(QWidget):
             parts.append(f"{phase}: {_fmt(ai)} FLOP/byte, {_fmt(attainable)} TFLOPS"
                          + (f", {bound}-bound" if bound else ""))
         return " · ".join(parts)
-
-    def _show_title(self) -> None:
-        """The title, shortened with "…" to the chart's width (a narrow window cut it mid-word)."""
-        if not self._title[0]:
-            return
-        font = QFont()
-        font.setPointSizeF(9)
-        text = QFontMetrics(font).elidedText(self._title[0], Qt.TextElideMode.ElideRight, max(self.width() - 24, 60))
-        self.plot.setTitle(text, color=self._title[1], size="9pt")
-        self.plot.titleLabel.setToolTip(self._title[0] if text != self._title[0] else "")
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
-        super().resizeEvent(event)
-        self._show_title()
 
     def _on_resized(self) -> None:
         if self._last is not None and self._roof is not None:

@@ -23,7 +23,9 @@ from workbench.engine.compare import format_seconds
 from workbench.engine.sensitivity import Bar, Sensitivity
 from workbench.gui import theme
 from workbench.gui.charts.axes import CompactAxis
+from workbench.gui.charts.plot_titles import PlotTitles
 from workbench.gui.compare.compare_format import number, usd
+from workbench.gui.elided_label import WrappedLabel
 
 LOW_COLOUR = theme.SERIES_COLOURS[0]
 HIGH_COLOUR = theme.SERIES_COLOURS[1]
@@ -104,6 +106,7 @@ class TornadoChart(QWidget):
         self.plot.invertY(True)
         self.plot.getAxis("left").setStyle(tickLength=0)
         self.plot.getAxis("bottom").enableAutoSIPrefix(False)
+        self.titles = PlotTitles(self.plot)
         self.low_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brush=LOW_COLOUR,
                                         pen=pg.mkPen(None))
         self.high_bars = pg.BarGraphItem(x0=[], y=[], width=[], height=BAR_HEIGHT, brush=HIGH_COLOUR,
@@ -137,9 +140,9 @@ class TornadoChart(QWidget):
         layout.setSpacing(2)
         layout.addLayout(legend)
         layout.addWidget(self.plot_widget, 1)
-        self.more = QLabel("", self)
+        # At most two lines (the rest in its tooltip): a longer note pushed the plot's axis under it.
+        self.more = WrappedLabel("", self, max_lines=2)
         self.more.setObjectName("tornado_more")
-        self.more.setWordWrap(True)
         self.more.setVisible(False)
         layout.addWidget(self.more)
 
@@ -222,7 +225,8 @@ class TornadoChart(QWidget):
         self.message.setColor(fg)
         self.message.setPos((left + right) / 2, 0)
         if sens is not None:
-            self.plot.setLabel("bottom", f"{sens.metric_title} ({unit})" if unit else sens.metric_title)
+            # Under a narrow chart the unit alone: the header above names the metric.
+            self.titles.set_axis("bottom", *((f"{sens.metric_title} ({unit})", unit) if unit else (sens.metric_title,)))
             self.title.setText(f"<b>{sens.metric_title}</b> of “{sens.scenario}”, each assumption swung alone")
         self._fit_axis()
 

@@ -56,7 +56,7 @@ from workbench.gui.compare.compare_table import (
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
 from workbench.gui.controller import ProjectController
-from workbench.gui.elided_label import fit_to_width
+from workbench.gui.elided_label import WholeLinesLabel, fit_to_width
 
 DEBOUNCE_MS = 40
 #: Below this width (logical pixels) the setup tabs stack above the results instead of beside them.
@@ -129,16 +129,14 @@ class CompareView(QWidget):
         self.setup_tabs.addTab(_scrolled(_padded(self.solver_panel)), "Solve")
         self.setup_tabs.setMinimumWidth(230)
 
-        self.banner = QLabel("", self)
+        self.banner = WholeLinesLabel("", self)
         self.banner.setObjectName("compare_banner")
-        self.banner.setWordWrap(True)
         self.banner.setTextFormat(Qt.TextFormat.RichText)
         self.banner.setFrameShape(QFrame.Shape.StyledPanel)
         self.banner.setAutoFillBackground(True)
         self.banner.setContentsMargins(8, 6, 8, 6)
-        self.status = QLabel("", self)
-        self.status.setObjectName("compare_status")
-        self.status.setWordWrap(True)  # one long line must not widen the tab past a laptop screen
+        self.status = WholeLinesLabel("", self)
+        self.status.setObjectName("compare_status")  # one long line must not widen the tab past a laptop screen
         self.table_model = ComparisonTableModel(self)
         self.proxy = ComparisonSortProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -166,9 +164,8 @@ class CompareView(QWidget):
         self._empty_columns: set[str] = set()
         #: Columns left out because the table is too narrow for them (see ``_fit_columns``).
         self.dropped_columns: list[str] = []
-        self.width_note = QLabel("", self)
+        self.width_note = WholeLinesLabel("", self)
         self.width_note.setObjectName("compare_width_note")
-        self.width_note.setWordWrap(True)
         self.width_note.setVisible(False)
         self.table.viewport().installEventFilter(self)
         self.table.selectionModel().selectionChanged.connect(self._on_selection)
@@ -196,7 +193,15 @@ class CompareView(QWidget):
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.setObjectName("compare_splitter")
         self.splitter.addWidget(self.setup_tabs)
-        self.splitter.addWidget(results)
+        # In a low window the results scroll (the table and the chart keep their least heights)
+        # instead of the chart being squeezed under the table until its bars are cut off.
+        results_scroll = QScrollArea(self)
+        results_scroll.setObjectName("compare_results")
+        results_scroll.setWidgetResizable(True)
+        results_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        results_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        results_scroll.setWidget(results)
+        self.splitter.addWidget(results_scroll)
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setSizes([260, 900])

@@ -26,10 +26,12 @@ from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
+    QFrame,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -189,9 +191,17 @@ class SensitivityView(QWidget):
         lower_layout.addWidget(self.check_button, 0, Qt.AlignmentFlag.AlignLeft)
         lower_layout.addWidget(QLabel("<b>Low / likely / high</b> of the headline figures", lower))
         lower_layout.addWidget(self.spans)
+        # The notes and the table scroll in a low window instead of being cut at their bottom.
+        lower_scroll = QScrollArea(self)
+        lower_scroll.setObjectName("sensitivity_lower")
+        lower_scroll.setWidgetResizable(True)
+        lower_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        lower_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        lower_scroll.setWidget(lower)
         splitter = QSplitter(Qt.Orientation.Vertical, self)
+        splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.chart)
-        splitter.addWidget(lower)
+        splitter.addWidget(lower_scroll)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)

@@ -7,10 +7,12 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QFormLayout,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QMessageBox,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -20,6 +22,7 @@ from workbench.core.hardware import Accelerator
 from workbench.core.units import format_bytes
 from workbench.gui.controller import ProjectController
 from workbench.gui.dialogs.accelerator_dialog import AcceleratorDialog
+from workbench.gui.elided_label import fit_to_width
 from workbench.gui.panels.accelerator_table import AcceleratorTable
 from workbench.gui.panels.model_editor import INVALID_STYLE
 
@@ -75,11 +78,21 @@ class HardwarePanel(QWidget):
         form.addRow("GPUs", self.gpu_spin)
         form.addRow("", self.gpu_error)
         form.addRow("Links", self.interconnect)
+        # The settings under the list scroll in a low dock instead of cutting the links' last lines.
+        settings = QWidget(self)
+        settings.setLayout(form)
+        form.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea(self)
+        scroll.setObjectName("hardware_settings")
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setWidget(settings)
+        fit_to_width(scroll, form)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.table, 1)
         layout.addLayout(buttons)
-        layout.addLayout(form)
+        layout.addWidget(scroll)
         controller.changed.connect(self.refresh)
         self.refresh()
 
