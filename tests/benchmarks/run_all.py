@@ -91,7 +91,7 @@ print(json.dumps({"us_per_estimate": best / n * 1e6, "weights_bytes": out["weigh
 #: sweep, theirs one call per configuration. Marginal = (time of 4,096 - time of 256) / 3,840.
 SWEEP_SIZES = (256, 4096)
 #: Our key sets: what the array estimators compute (memory, KV, FLOPs, roofline, cost inputs),
-#: and every key (the performance estimator is still scalar: it runs point by point).
+#: and every key (every first-party estimator, the speed models included, runs the group as arrays).
 SWEEP_KEYS = {
     "memory_kv_flops": ["memory.per_gpu.total", "memory.fits", "kv_cache.bytes", "flops.forward", "roofline.bound",
                         "memory.per_gpu.weights", "memory.per_gpu.kv_cache"],
