@@ -145,6 +145,28 @@ def load_model_catalog(directory: str | Path | None = None) -> dict[str, Catalog
 def clear_cache() -> None:
     """Forget loaded catalogs (after the files changed)."""
     _load.cache_clear()
+    _load_file.cache_clear()
+
+
+def _catalog_file(model_id: str, directory: str | Path | None) -> CatalogModel | None:
+    """The catalog model ``model_id`` read from its own file (``<id>.json``) when the whole catalog
+    has not been read yet: a command that estimates one model does not parse the other fifty.
+    None when there is no such file or it holds another id (the whole catalog decides then)."""
+    folder = (Path(directory) if directory is not None else catalog_dir() / "models").resolve()
+    if _load.cache_info().currsize:  # the catalog is in memory already: it answers
+        return None
+    if not model_id or "/" in model_id or "\\" in model_id or model_id.startswith("."):
+        return None
+    path = folder / f"{model_id}.json"
+    if not path.is_file():
+        return None
+    model = _load_file(path)
+    return model if model.id == model_id else None
+
+
+@lru_cache(maxsize=64)
+def _load_file(path: Path) -> CatalogModel:
+    return load_model_file(path)
 
 
 def get_model(model_id: str, directory: str | Path | None = None) -> CatalogModel:
@@ -183,6 +205,9 @@ def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -
     path, as an architecture. Catalog ids win over same-named relative paths."""
     text = str(id_or_path)
     if not isinstance(id_or_path, Path):
+        single = _catalog_file(text, directory)
+        if single is not None:  # the usual case: one catalog id, read from its own file
+            return single.architecture
         models = load_model_catalog(directory)
         if text in models:
             return models[text].architecture
