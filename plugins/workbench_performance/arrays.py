@@ -47,14 +47,16 @@ def where(cond: Num, a: Num, b: Num) -> Num:
     return a if cond else b
 
 
-def select(conds: list[Num], choices: list[Any], default: Any) -> Any:
-    """The first choice whose condition holds (``np.select`` over arrays, ``if``/``elif`` otherwise)."""
-    if any(isinstance(c, np.ndarray) for c in conds):
-        return np.select(conds, choices, default)
-    for cond, choice in zip(conds, choices):
-        if cond:
-            return choice
-    return default
+def first_largest(names: tuple[str, ...], values: tuple[Num, ...]) -> Any:
+    """The name of the largest value, the first one on a tie (as ``max`` over them in this order):
+    a str, or an array of them over a point group."""
+    if not is_array(*values):
+        best = 0
+        for k in range(1, len(values)):
+            if values[k] > values[best]:
+                best = k
+        return names[best]
+    return np.array(names)[np.argmax(np.stack(np.broadcast_arrays(*values)), axis=0)]
 
 
 def power(base: float, exponent: Num) -> Num:

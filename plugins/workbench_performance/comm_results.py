@@ -7,6 +7,7 @@ import numpy as np
 from workbench.core.scenario import Parallelism
 from workbench.engine.points import Column, PointOutputs, PointsContext, at, column_for
 from workbench_performance import efficiency as E
+from workbench_performance.arrays import as_float, maximum
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync
 from workbench_performance.inputs import TRAINING_NUMBERS, PointSource, comm_layout, training_inputs
 from workbench_performance.text import g
@@ -65,14 +66,10 @@ def _serving(ctx: PointsContext) -> PointOutputs:
     central, _, _ = E.efficiencies(ctx.assumptions, training=False)
     layout = comm_layout(ctx)
     par = sc.parallel
-    batch = ctx.points["batch_size"]
-    if ctx.n == 1:
-        batch = int(batch[0])
-        tokens = max(batch / par.pp, 1.0) if par.pp > 1 else float(batch)
-        step: object = f"one decode step (batch {batch})"
-    else:
-        tokens = np.maximum(batch / par.pp, 1.0) if par.pp > 1 else batch.astype(float)
-        step = np.array([f"one decode step (batch {b})" for b in batch.tolist()], dtype=object)
+    batch = int(ctx.points["batch_size"][0]) if ctx.n == 1 else ctx.points["batch_size"]
+    tokens = maximum(batch / par.pp, 1.0) if par.pp > 1 else as_float(batch)
+    steps = [f"one decode step (batch {b})" for b in np.ravel(batch).tolist()]
+    step: object = steps[0] if ctx.n == 1 else np.array(steps, dtype=object)
     one = forward_comm(layout, tokens, central)
     tp = (one.tp_s, one.tp_bytes * par.pp)
     ep = (one.ep_s, one.ep_bytes * par.pp)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from workbench_performance.arrays import ceil, is_array, maximum, minimum, point_of, select
+from workbench_performance.arrays import ceil, first_largest, is_array, maximum, minimum, point_of
 from workbench_performance.communication import CommLayout, Link, forward_comm_s, p2p_s
 from workbench_performance.efficiency import Efficiency
 from workbench_performance.operators.cost import GraphArrays, PassKernels, pass_kernels
@@ -114,20 +114,9 @@ class Pass:
 
     @property
     def bound(self):  # noqa: ANN201 - str, or an array of them over a point group
-        # The largest of the four, the first one on a tie (as max() over them in this order).
-        memory, compute, comm, overhead = self.memory_s, self.compute_s, self.comm_s, self.overhead_s
-        if not is_array(memory, compute, comm, overhead):
-            name, largest = "memory bandwidth", memory
-            if compute > largest:
-                name, largest = "compute", compute
-            if comm > largest:
-                name, largest = "communication", comm
-            return "overhead" if overhead > largest else name
-        top = maximum(maximum(memory, compute), comm)
-        return select(
-            [overhead > top, comm > maximum(memory, compute), compute > memory],
-            ["overhead", "communication", "compute"],
-            "memory bandwidth",
+        return first_largest(
+            ("memory bandwidth", "compute", "communication", "overhead"),
+            (self.memory_s, self.compute_s, self.comm_s, self.overhead_s),
         )
 
     @property

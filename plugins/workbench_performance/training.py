@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench_performance.arrays import as_float, is_array, maximum, minimum, ratio, select
+from workbench_performance.arrays import as_float, first_largest, maximum, minimum, point_of, ratio
 from workbench_performance.communication import CommLayout, forward_comm, gradient_sync, p2p_s
 from workbench_performance.efficiency import NARROW_DTYPES, Efficiency
-from workbench_performance.arrays import point_of
 from workbench_performance.operators.cost import GraphArrays, PassKernels, gemm_flops, pass_kernels
 from workbench_performance.operators.profiles import KernelProfile
 
@@ -102,17 +101,10 @@ class TrainStep:
         return point_of(self, i)
 
     @property
-    def bound(self):  # str, or an array of them over a point group
-        # The largest of the four, the first one on a tie (as max() over them in this order).
-        compute, comm, bubble, optimizer = self.compute_s, self.comm_s, self.bubble_s, self.optimizer_s
-        if not is_array(compute, comm, bubble, optimizer):
-            parts = {"compute": compute, "communication": comm, "pipeline bubble": bubble, "optimizer": optimizer}
-            return max(parts, key=parts.__getitem__)
-        top = maximum(compute, comm)
-        return select(
-            [optimizer > maximum(top, bubble), bubble > top, comm > compute],
-            ["optimizer", "pipeline bubble", "communication"],
-            "compute",
+    def bound(self):  # noqa: ANN201 - str, or an array of them over a point group
+        return first_largest(
+            ("compute", "communication", "pipeline bubble", "optimizer"),
+            (self.compute_s, self.comm_s, self.bubble_s, self.optimizer_s),
         )
 
 

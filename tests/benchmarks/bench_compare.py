@@ -133,14 +133,11 @@ def _swings(engine, scenarios, candidates, resolve, targets) -> dict[str, Any]: 
     """The recommendation check of Sensitivity: the comparison with each assumption at each end of
     its range, all draws at once (compare_draws) against one comparison per end."""
     from workbench.engine.compare import compare, compare_draws
-    from workbench.engine.sensitivity import assumption_factor
+    from workbench.engine.sensitivity import assumption_factor, swing_draws
 
     factors = [assumption_factor(engine.assumptions[i], engine.assumptions[i].default) for i in SWUNG]
-    factors = [f for f in factors if f is not None]
-    n = 2 * len(factors)
-    draws = {f.target: [f.value] * n for f in factors}
-    for j, f in enumerate(factors):
-        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
+    draws = swing_draws([f for f in factors if f is not None])
+    n = len(next(iter(draws.values())))
 
     def one_per_end() -> None:
         for i in range(n):

@@ -7,10 +7,8 @@ from typing import Any
 
 from workbench.core.resolved import ResolvedScenario
 from workbench.engine.assumptions import AssumptionSet
+from workbench.engine.points import PointQuantities
 from workbench.engine.quantity import EstimatorFailure, Quantity, Value, Warning
-
-
-_MISSING = object()
 
 
 @dataclass(slots=True)
@@ -23,11 +21,9 @@ class Estimate:
 
     def get(self, key: str, default: Value = None) -> Value:
         values = self.values
-        if type(values) is not dict:  # a point group's lazy quantities: the value, no Quantity built
-            value_of = getattr(values, "value", None)
-            if value_of is not None:
-                found = value_of(key, _MISSING)
-                return default if found is _MISSING or found is None else found
+        if type(values) is PointQuantities:  # a point group's lazy quantities: the value, no Quantity built
+            found = values.value(key)
+            return default if found is None else found
         quantity = values.get(key)
         return default if quantity is None else quantity.value
 

@@ -376,6 +376,16 @@ def tornado(engine: Engine, resolved: ResolvedScenario, metric: str | None = Non
     )
 
 
+def swing_draws(swung: Sequence[Factor]) -> dict[str, list[float]]:
+    """Assumption draws that swing each factor alone: two draws per factor (its low end, then its
+    high end), every other factor at its value."""
+    n = 2 * len(swung)
+    draws = {f.target: [f.value] * n for f in swung}
+    for j, f in enumerate(swung):
+        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
+    return draws
+
+
 def swung_comparisons(
     engine: Engine,
     swings: Sequence[Factor],
@@ -391,11 +401,7 @@ def swung_comparisons(
     base = scenarios[0].assumptions
     if not swung or any(s.assumptions.get(f.target) != base.get(f.target) for s in scenarios for f in swung):
         return {}  # scenarios that set a swung assumption differently: one comparison per end
-    n = 2 * len(swung)
-    draws = {f.target: [base.get(f.target, engine.assumptions[f.target].default)] * n for f in swung}
-    for j, f in enumerate(swung):
-        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
-    compared = compare_draws(engine, scenarios, candidates, resolve, draws, targets)
+    compared = compare_draws(engine, scenarios, candidates, resolve, swing_draws(swung), targets)
     return {f: (compared[2 * j], compared[2 * j + 1]) for j, f in enumerate(swung)}
 
 
@@ -411,11 +417,7 @@ def _ends_as_one_group(
     ]
     if not batched:
         return {}
-    n = 2 * len(batched)
-    draws = {f.target: [f.value] * n for f in batched}
-    for j, f in enumerate(batched):
-        draws[f.target][2 * j], draws[f.target][2 * j + 1] = f.low, f.high
-    group = engine.run_points(resolved, None, (key,), draws)
+    group = engine.run_points(resolved, None, (key,), swing_draws(batched))
     return {f.id: [_number(group.get(2 * j, key)), _number(group.get(2 * j + 1, key))] for j, f in enumerate(batched)}
 
 
