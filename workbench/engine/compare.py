@@ -453,22 +453,41 @@ def size(
     is then the scenario as given, with its out-of-memory warning). ``shared``: memory needs of
     this scenario's layouts found on other accelerators (:class:`solvers.LayoutSearch`).
     """
-    par, n = resolved.scenario.parallel, resolved.scenario.num_gpus
     search = LayoutSearch(engine, resolved, shared)
-    if search.fits_as_given():
-        given = engine.run(resolved)
-        if runnable(given):
-            return given, Layout(par.tp, par.pp, par.dp, given), "as given"
-    best = search.best(n) if n <= max_gpus else None
-    if best is not None:
-        return best.estimate, best, f"re-laid out as TP {best.tp} x PP {best.pp} x DP {best.dp}"
-    fewest = solvers.fewest_gpus(engine, resolved, max_gpus, search)
-    if fewest is None:
-        return engine.run(resolved), None, f"does not fit on up to {max_gpus:,} GPUs"
-    count = fewest.tp * fewest.pp * fewest.dp
+    return _sized(
+        resolved.scenario,
+        max_gpus,
+        search.fits_as_given,
+        lambda: engine.run(resolved),
+        search.best,
+        lambda: solvers.fewest_gpus(engine, resolved, max_gpus, search),
+    )
+
+
+def _sized(
+    scenario: Scenario,
+    max_gpus: int,
+    fits_as_given: Callable[[], bool],
+    given: Callable[[], Estimate],
+    best: Callable[[int], Layout | None],
+    fewest: Callable[[], Layout | None],
+) -> tuple[Estimate, Layout | None, str]:
+    """:func:`size`'s decision, from its searches: as given, else re-laid out, else resized."""
+    par, n = scenario.parallel, scenario.num_gpus
+    if fits_as_given():
+        estimate = given()
+        if runnable(estimate):
+            return estimate, Layout(par.tp, par.pp, par.dp, estimate), "as given"
+    relaid = best(n) if n <= max_gpus else None
+    if relaid is not None:
+        return relaid.estimate, relaid, f"re-laid out as TP {relaid.tp} x PP {relaid.pp} x DP {relaid.dp}"
+    smallest = fewest()
+    if smallest is None:
+        return given(), None, f"does not fit on up to {max_gpus:,} GPUs"
+    count = smallest.tp * smallest.pp * smallest.dp
     how = "grown" if count > n else "moved"
-    layout = f"TP {fewest.tp} x PP {fewest.pp} x DP {fewest.dp}"
-    return fewest.estimate, fewest, f"{how} to {count} GPUs, the fewest that fit ({layout})"
+    layout = f"TP {smallest.tp} x PP {smallest.pp} x DP {smallest.dp}"
+    return smallest.estimate, smallest, f"{how} to {count} GPUs, the fewest that fit ({layout})"
 
 
 def row_values(estimate: Estimate) -> dict[str, Value]:
@@ -801,8 +820,7 @@ class _DrawnSizing:
         self.search = LayoutSearch(engine, resolved, shared)
         self._given: Any = None
         self._counts: list[int] = []  # GPU counts where some layout fits, in search order
-        self._counts_seen = 0
-        self._counts_done = False
+        self._count_source: Iterator[int] | None = None
         self._ranked: dict[int, list[tuple[int, int, int, Any]]] = {}
         self._full: dict[tuple[int, int, int], Any] = {}
 
@@ -845,43 +863,24 @@ class _DrawnSizing:
         return None
 
     def _fitting_counts(self, max_gpus: int) -> Iterator[int]:
-        found = self._counts
-        for count in found:
+        """:func:`solvers.fitting_counts`, each count found once for all draws."""
+        if self._count_source is None:
+            self._count_source = solvers.fitting_counts(self.search, max_gpus)
+        yield from list(self._counts)
+        for count in self._count_source:
+            self._counts.append(count)
             yield count
-        if self._counts_done:
-            return
-        per_node = self.resolved.cluster.node.gpus_per_node
-        checked = False
-        for count in solvers.gpu_counts(per_node, max_gpus):
-            if count <= self._counts_seen:
-                continue
-            self._counts_seen = count
-            if count > per_node and not checked:
-                checked = True
-                if self.search.nothing_fits(max_gpus):
-                    break
-            if self.search.any_fits(count):
-                found.append(count)
-                yield count
-        self._counts_done = True
 
     def size(self, i: int, max_gpus: int) -> tuple[Estimate, Layout | None, str]:
         """What :func:`size` gives for draw ``i``."""
-        par, count = self.resolved.scenario.parallel, self.resolved.scenario.num_gpus
-        if self.search.fits_as_given():
-            given = self.given(i)
-            if runnable(given):
-                return given, Layout(par.tp, par.pp, par.dp, given), "as given"
-        best = self.best(count, i) if count <= max_gpus else None
-        if best is not None:
-            return best.estimate, best, f"re-laid out as TP {best.tp} x PP {best.pp} x DP {best.dp}"
-        fewest = self.fewest(i, max_gpus)
-        if fewest is None:
-            return self.given(i), None, f"does not fit on up to {max_gpus:,} GPUs"
-        total = fewest.tp * fewest.pp * fewest.dp
-        how = "grown" if total > count else "moved"
-        layout = f"TP {fewest.tp} x PP {fewest.pp} x DP {fewest.dp}"
-        return fewest.estimate, fewest, f"{how} to {total} GPUs, the fewest that fit ({layout})"
+        return _sized(
+            self.resolved.scenario,
+            max_gpus,
+            self.search.fits_as_given,
+            lambda: self.given(i),
+            lambda count: self.best(count, i),
+            lambda: self.fewest(i, max_gpus),
+        )
 
 
 def _with_assumptions(scenario: Scenario, overrides: dict[str, float]) -> Scenario:

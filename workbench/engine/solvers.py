@@ -3,7 +3,7 @@ and the parallel layouts that fit a GPU count, best first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from workbench.core.limits import MAX_BATCH, MAX_TOKENS
@@ -383,18 +383,26 @@ def fewest_gpus(
     dozen memory-only runs instead of a scan of every count.
     """
     search = search or LayoutSearch(engine, resolved)
-    per_node = resolved.cluster.node.gpus_per_node
+    for n in fitting_counts(search, max_gpus):
+        best = search.best(n)
+        if best is not None:
+            return best
+    return None
+
+
+def fitting_counts(search: LayoutSearch, max_gpus: int = MAX_GPUS) -> Iterator[int]:
+    """The GPU counts (:func:`gpu_counts` order) on which some split fits in memory, found with
+    memory-only runs; once one node is not enough, :meth:`LayoutSearch.nothing_fits` is asked
+    first, so a plan that fits nowhere costs a few dozen runs instead of a scan of every count."""
+    per_node = search.resolved.cluster.node.gpus_per_node
     checked = False
     for n in gpu_counts(per_node, max_gpus):
         if n > per_node and not checked:
             checked = True
             if search.nothing_fits(max_gpus):
-                return None
+                return
         if search.any_fits(n):
-            best = search.best(n)
-            if best is not None:
-                return best
-    return None
+            yield n
 
 
 def first_count_meeting(
