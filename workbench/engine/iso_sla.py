@@ -30,7 +30,7 @@ from typing import Any
 from workbench.core.errors import InputError
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import Candidate, Resolve, Targets, _candidate_scenario, cached_resolver
-from workbench.engine.pareto import BATCHES
+from workbench.engine.pareto import BATCHES, node_configurations
 from workbench.engine.pipeline import Engine
 from workbench.engine.variations import validated_value, with_fields
 
@@ -132,22 +132,17 @@ def _search(
     for weights in allowed:
         variant = with_fields(scenario, {"weights": validated_value(scenario, "weights", weights)})
         anchor = resolve(_candidate_scenario(variant, candidate))
-        per_node = anchor.cluster.node.gpus_per_node
-        for tp in (d for d in range(1, per_node + 1) if per_node % d == 0):
-            laid = with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
-                                                 "parallel.dp": 1, "parallel.ep": 1})  # fmt: skip
-            group = engine.run_points(anchor.with_scenario(laid), {"batch_size": list(batches)})
-            for i, batch in enumerate(batches):
-                config = _config(group, i, weights, tp, batch, demand)
-                if config is None:
-                    continue
-                searched += 1
-                best_ttft, best_tpot = min(best_ttft, config.ttft_s), min(best_tpot, config.tpot_s)
-                if targets.max_ttft_s is not None and config.ttft_s > targets.max_ttft_s:
-                    continue
-                if targets.max_tpot_s is not None and config.tpot_s > targets.max_tpot_s:
-                    continue
-                meeting.append(config)
+        for tp, batch, group, i in node_configurations(engine, anchor, batches):
+            config = _config(group, i, weights, tp, batch, demand)
+            if config is None:
+                continue
+            searched += 1
+            best_ttft, best_tpot = min(best_ttft, config.ttft_s), min(best_tpot, config.tpot_s)
+            if targets.max_ttft_s is not None and config.ttft_s > targets.max_ttft_s:
+                continue
+            if targets.max_tpot_s is not None and config.tpot_s > targets.max_tpot_s:
+                continue
+            meeting.append(config)
     note = "latency is the closed-form model's at each configuration's concurrency (not simulated percentiles)"
     if not searched:
         return IsoResult(candidate, None, False, "no configuration of one node runs the scenario", 0, notes=[note])
@@ -215,8 +210,7 @@ _TAIL_KEYS = ("performance.sim.ttft_p99_s", "performance.sim.tpot_p99_s")
 
 
 def _config(group: Any, i: int, weights: str, tp: int, batch: int, demand: float | None) -> Config | None:
-    if not group.get(i, "memory.fits") or any(w.severity == "error" for w in group.point_warnings(i)):
-        return None
+    """The configuration at point ``i`` sized for the demand (None when a figure is unknown)."""
     ttft, tpot, rate = (group.get(i, k) for k in ("performance.ttft_s", "performance.tpot_s", "performance.tokens_per_s"))
     if not all(isinstance(v, (int, float)) and v > 0 for v in (ttft, tpot, rate)):
         return None

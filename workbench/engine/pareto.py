@@ -16,11 +16,12 @@ dominated ones too and a user can apply any of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.errors import InputError
+from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import Candidate, Resolve, _candidate_scenario, cached_resolver
 from workbench.engine.pipeline import Engine
@@ -94,29 +95,35 @@ def pareto_fronts(
     fronts = []
     for candidate in candidates:
         anchor = resolve(_candidate_scenario(scenario, candidate))
+        points = [
+            point
+            for tp, batch, group, i in node_configurations(engine, anchor, batches)
+            if (point := _point(group, i, batch, tp)) is not None
+        ]
         per_node = anchor.cluster.node.gpus_per_node
-        points: list[FrontPoint] = []
-        notes: list[str] = []
-        for tp in (d for d in range(1, per_node + 1) if per_node % d == 0):
-            laid = with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
-                                                 "parallel.dp": 1, "parallel.ep": 1})  # fmt: skip
-            group = engine.run_points(anchor.with_scenario(laid), {"batch_size": list(batches)})
-            for i, batch in enumerate(batches):
-                point = _point(group, i, batch, tp)
-                if point is not None:
-                    points.append(point)
-        if not points:
-            notes.append(f"no configuration of up to {per_node} GPUs runs this scenario")
+        notes = [] if points else [f"no configuration of up to {per_node} GPUs runs this scenario"]
         fronts.append(Front(candidate, points, throughput_front(points), cost_front(points), notes))
     return fronts
 
 
+def node_configurations(
+    engine: Engine, anchor: ResolvedScenario, batches: Sequence[int]
+) -> Iterator[tuple[int, int, Any, int]]:
+    """(TP, batch, point group, index) of every configuration of one node that runs (fits in
+    memory, no guard-rail error): TP over the divisors of the node's GPUs, one point group each
+    over ``batches``."""
+    per_node = anchor.cluster.node.gpus_per_node
+    for tp in (d for d in range(1, per_node + 1) if per_node % d == 0):
+        laid = with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
+                                             "parallel.dp": 1, "parallel.ep": 1})  # fmt: skip
+        group = engine.run_points(anchor.with_scenario(laid), {"batch_size": list(batches)})
+        for i, batch in enumerate(batches):
+            if group.get(i, "memory.fits") and not any(w.severity == "error" for w in group.point_warnings(i)):
+                yield tp, batch, group, i
+
+
 def _point(group: Any, i: int, batch: int, tp: int) -> FrontPoint | None:
-    """The configuration at point ``i``, or None when it does not run (memory, guard-rails)."""
-    if not group.get(i, "memory.fits"):
-        return None
-    if any(w.severity == "error" for w in group.point_warnings(i)):
-        return None
+    """The figures of the configuration at point ``i`` (None when one of them is unknown)."""
     per_gpu, per_user = group.get(i, "performance.tokens_per_s_per_gpu"), group.get(i, "performance.tokens_per_s_per_user")
     tpot, ttft = group.get(i, "performance.tpot_s"), group.get(i, "performance.ttft_s")
     if not all(isinstance(v, (int, float)) for v in (per_gpu, per_user, tpot, ttft)):
