@@ -41,7 +41,14 @@ from workbench_performance.inference import (
 from workbench_performance.inputs import INFERENCE_NUMBERS, PointSource, inference_inputs
 from workbench_performance.operators.cost import PassKernels
 from workbench_performance.serving_simulation import NOT_ASKED, simulated_outputs
-from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
+from workbench_performance.text import (
+    g,
+    idle_gpus,
+    kernel_profile_warning,
+    ms,
+    not_applicable_columns,
+    null_column,
+)
 
 Formula = Callable[[int], str]
 
@@ -103,7 +110,7 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
             ("performance.tpot_s_high", "TPOT, pessimistic"),
             ("performance.tokens_per_s_per_user", "Output tokens/s per user"),
         ):
-            v[key] = _null_column(label, "s" if "tpot" in key else "tokens/s", why)
+            v[key] = null_column(label, "s" if "tpot" in key else "tokens/s", why)
     else:
         if want("performance.tpot_s"):
             put("performance.tpot_s", p.tpot_s, "Time per output token",
@@ -149,13 +156,13 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
             put("performance.decode_step_s", p.decode_step_s, "One decode step (whole batch)",
                 lambda i: f"batch {at(i)[1].batch}, no prompt stalls")  # fmt: skip
         else:
-            v["performance.decode_step_s"] = _null_column("One decode step (whole batch)", "s", "the model generates no tokens")
+            v["performance.decode_step_s"] = null_column("One decode step (whole batch)", "s", "the model generates no tokens")
     if want("performance.prefill_time_fraction"):
         put("performance.prefill_time_fraction", p.prefill_share, "Share of GPU time spent on prompts",
             lambda i: f"{policy}: {at(i)[1].prefill_share:.3f}")  # fmt: skip
     if want("performance.speculative_tokens_per_step"):
         if p.spec_tokens_per_step is None:
-            v["performance.speculative_tokens_per_step"] = _null_column(
+            v["performance.speculative_tokens_per_step"] = null_column(
                 "Tokens per speculative step", "tokens", "speculative decoding is off"
             )
         else:
@@ -164,7 +171,7 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
                 f"(1 - {alpha:g}^({k}+1)) / (1 - {alpha:g}) = {spec:.3f} (Leviathan et al. 2023)", ())  # fmt: skip
     if want("performance.disagg_prefill_gpus"):
         if p.prefill_gpus is None:
-            v["performance.disagg_prefill_gpus"] = _null_column("Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs")
+            v["performance.disagg_prefill_gpus"] = null_column("Prefill pool GPUs", "GPUs", "prefill runs on the decode GPUs")
         else:
             put("performance.disagg_prefill_gpus", p.prefill_gpus, "Prefill pool GPUs (disaggregated)",
                 lambda i: _disagg_formula(*at(i)))  # fmt: skip
@@ -179,7 +186,7 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
         put("performance.gpu_utilization", p.busy, "GPU busy fraction",
             "time in kernels / time (communication and per-step overhead idle)")  # fmt: skip
     v.update(_simulated(sc, inp, central, used, wanted, src.n))
-    v.update(_not_for_training())
+    v.update(not_applicable_columns("training", "inference scenario: no training step"))
 
     warnings: list[PointWarning] = []
     fits = p.fits
@@ -241,17 +248,6 @@ def _not_simulated(used: tuple[str, ...]) -> Mapping[str, Column]:
         key: SharedColumn(FixedQuantity(None, K.unit(key), K.LABELS[key], NOT_ASKED, used, note=NOT_ASKED))
         for key in K.SIMULATED
     }
-
-
-@cache
-def _not_for_training() -> Mapping[str, Column]:
-    """The training keys, empty with the reason: the same columns for every serving group."""
-    return {key: _column_of(q) for key, q in not_applicable_to("training", "inference scenario: no training step").items()}
-
-
-@cache
-def _null_column(label: str, unit: str, why: str) -> Column:
-    return _column_of(null(label, unit, why))
 
 
 def _column_of(quantity: Quantity) -> Column:

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from workbench.core.scenario import Scenario
+from workbench.engine.points import SharedColumn
 from workbench.engine.quantity import FixedQuantity, Quantity, Warning
 from workbench_performance import keys as K
 
@@ -50,6 +51,18 @@ def not_applicable_to(workload: str, why: str) -> Mapping[str, Quantity]:
             for key in K.keys_for(workload)
         }
     )
+
+
+@cache
+def not_applicable_columns(workload: str, why: str) -> Mapping[str, SharedColumn]:
+    """:func:`not_applicable_to` as columns every point of every group shares."""
+    return MappingProxyType({key: SharedColumn(q) for key, q in not_applicable_to(workload, why).items()})
+
+
+@lru_cache(maxsize=256)
+def null_column(label: str, unit: str, why: str) -> SharedColumn:
+    """:func:`null` as a column every point shares."""
+    return SharedColumn(null(label, unit, why))  # type: ignore[arg-type] - null() gives a FixedQuantity
 
 
 def idle_gpus(sc: Scenario, warnings: list[Warning]) -> None:

@@ -21,7 +21,6 @@ from workbench.engine.points import (
     PointOutputs,
     PointsContext,
     PointWarning,
-    SharedColumn,
     column_for,
 )
 from workbench.engine.points import at as value_at
@@ -29,7 +28,14 @@ from workbench.engine.quantity import Warning
 from workbench_performance import efficiency as E
 from workbench_performance.arrays import ratio
 from workbench_performance.inputs import TRAINING_NUMBERS, PointSource, training_inputs
-from workbench_performance.text import g, idle_gpus, kernel_profile_warning, ms, not_applicable_to, null
+from workbench_performance.text import (
+    g,
+    idle_gpus,
+    kernel_profile_warning,
+    ms,
+    not_applicable_columns,
+    null_column,
+)
 from workbench_performance.training import TrainingInputs, TrainStep, forward_kernels, train_step
 
 Formula = Callable[[int], str]
@@ -139,7 +145,7 @@ def _training(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
         if want("performance.train_time_days_high"):
             put("performance.train_time_days_high", tokens / slow.tokens_per_s / 86400, "days",
                 "Time to train, pessimistic", slow_end)  # fmt: skip
-    v.update(_not_for_serving())
+    v.update(not_applicable_columns("inference", "training scenario: no serving latency"))
     return PointOutputs(v, _warnings(src, inp, t))
 
 
@@ -315,22 +321,13 @@ def _no_train_tokens() -> Mapping[str, Column]:
     """The time-to-train keys of a scenario without --train-tokens: empty with the reason."""
     why = "set --train-tokens to get the time of a run"
     return {
-        key: SharedColumn(null(label, unit, why))  # type: ignore[arg-type] - null() gives a FixedQuantity
+        key: null_column(label, unit, why)
         for key, label, unit in (
             ("performance.train_time_s", "Time to train", "s"),
             ("performance.train_time_days", "Time to train", "days"),
             ("performance.train_time_days_low", "Time to train, optimistic", "days"),
             ("performance.train_time_days_high", "Time to train, pessimistic", "days"),
         )
-    }
-
-
-@cache
-def _not_for_serving() -> Mapping[str, Column]:
-    """The serving keys, empty with the reason: the same columns for every training group."""
-    return {
-        key: SharedColumn(quantity)  # type: ignore[arg-type] - not_applicable_to gives FixedQuantity
-        for key, quantity in not_applicable_to("inference", "training scenario: no serving latency").items()
     }
 
 
