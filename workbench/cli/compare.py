@@ -144,13 +144,11 @@ def parse_candidates(text: str) -> list[Candidate]:
     return out
 
 
-def _draw_count(text: str) -> int:
+def draw_count(text: str) -> int:
+    """A --confidence flag: a whole number of Monte Carlo draws within the engine's limit."""
     from workbench.engine.confidence import MAX_DRAWS
 
-    try:
-        value = int(text) if len(text) <= 12 else 0
-    except ValueError:
-        value = 0
+    value = whole_number(text)
     if not 1 <= value <= MAX_DRAWS:
         raise argparse.ArgumentTypeError(f"a whole number of draws from 1 to {MAX_DRAWS:,}")
     return value
@@ -733,7 +731,7 @@ def add_compare_commands(
     _add_candidates(comp)
     _add_targets(comp)
     comp.add_argument(
-        "--confidence", type=_draw_count, metavar="N",
+        "--confidence", type=draw_count, metavar="N",
         help="also draw the assumptions N times over their documented ranges (Monte Carlo, seed 0) and say "
         "how often each candidate is the recommendation (1000 is plenty)",
     )  # fmt: skip

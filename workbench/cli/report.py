@@ -23,13 +23,8 @@ from workbench.core.errors import InputError
 from workbench.core.project import Project
 
 
-def _draws(text: str) -> int:
-    from workbench.cli.compare import _draw_count
-
-    return _draw_count(text)
-
-
 def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    from workbench.cli.compare import draw_count
     from workbench.report.document import PAGE_SIZES, SECTION_IDS
 
     report = sub.add_parser(
@@ -65,7 +60,7 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
     _add_targets(report)  # default: the saved comparison's targets
     report.add_argument("--page-size", choices=list(PAGE_SIZES), default="a4", help="paper size (default a4)")
     report.add_argument(
-        "--confidence", type=_draws, metavar="N", default=0,
+        "--confidence", type=draw_count, metavar="N", default=0,
         help="add the comparison's decision confidence over N Monte Carlo draws of the assumption ranges",
     )  # fmt: skip
     report.add_argument("--author", help="who prepared the report (default: the project's author)")
