@@ -73,3 +73,11 @@ def test_each_draw_is_the_comparison_with_those_values(eng) -> None:  # type: ig
 def test_the_number_of_draws_is_checked(eng) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match="draws"):
         decision_confidence(eng, [SCENARIO], [Candidate("h100-sxm")], resolve_scenario, draws=0)
+
+
+def test_progress_reaches_its_total(eng) -> None:  # type: ignore[no-untyped-def]
+    seen: list[tuple[int, int]] = []
+    candidates = [Candidate("h100-sxm", None, 2.0), Candidate("h200-sxm", None, 3.0)]
+    decision_confidence(eng, [SCENARIO], candidates, resolve_scenario, draws=20,
+                        progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    assert seen and seen[-1][0] == seen[-1][1] and [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -94,3 +94,19 @@ def test_with_a_demand_the_tail_decides(eng) -> None:  # type: ignore[no-untyped
     assert ttft99 <= TARGETS.max_ttft_s and tpot99 <= TARGETS.max_tpot_s
     want = _brute(eng, Candidate("h100-sxm"), (SCENARIO.weights.value if SCENARIO.weights else "bf16",), TARGETS)
     assert objective(best, True) >= want[0] - 1e-9  # never below the average-latency optimum
+
+
+def test_progress_is_told_per_candidate_and_a_raise_from_it_stops_the_search(eng) -> None:  # type: ignore[no-untyped-def]
+    seen: list[tuple[int, int]] = []
+    iso_sla(eng, SCENARIO, CANDIDATES, resolve_scenario, Targets(max_tpot_s=0.05), batches=BATCHES,
+            progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    assert seen == [(1, 2), (2, 2)]
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        iso_sla(eng, SCENARIO, CANDIDATES, resolve_scenario, Targets(max_tpot_s=0.05), batches=BATCHES, progress=stop)

@@ -29,6 +29,9 @@ from workbench.engine.pipeline import Engine
 from workbench.engine.solvers import MAX_GPUS, Layout, LayoutSearch, runnable
 
 Resolve = Callable[[Scenario], ResolvedScenario]
+#: Told (steps done, steps in all) as a long search goes; a caller that wants to stop it raises
+#: from here (the window's worker raises when its job is superseded or cancelled).
+Progress = Callable[[int, int], None]
 HOURS_PER_YEAR = 8760.0
 Value = float | int | bool | str | None
 
@@ -763,6 +766,7 @@ def compare_draws(
     targets: Targets | None = None,
     *,
     max_gpus: int = MAX_GPUS,
+    progress: Progress | None = None,
 ) -> list[Comparison]:
     """:func:`compare` once per draw of assumption values (``draws``: id -> one value per draw, the
     scenarios' overrides on top), as the comparisons of the scenarios with those overrides.
@@ -782,9 +786,15 @@ def compare_draws(
     overrides = [{ident: float(values[i]) for ident, values in draws.items()} for i in range(n)]
     drawn = [[_with_assumptions(s, o) for s in scenarios] for o in overrides]
     if engine.reads_any(draws, solvers.FIT_KEYS):
-        return [compare(engine, ss, candidates, resolve, targets, max_gpus=max_gpus) for ss in drawn]
+        out = []
+        for i, ss in enumerate(drawn):
+            out.append(compare(engine, ss, candidates, resolve, targets, max_gpus=max_gpus))
+            if progress is not None:
+                progress(i + 1, n)
+        return out
     resolve = cached_resolver(resolve)
     per_draw: list[list[ScenarioComparison]] = [[] for _ in range(n)]
+    steps = len(scenarios) * len(candidates)
     for k, scenario in enumerate(scenarios):
         results: list[list[CandidateResult]] = [[] for _ in range(n)]
         shared: dict[tuple[int, ...], float] = {}
@@ -794,6 +804,8 @@ def compare_draws(
             for i in range(n):
                 estimate, layout, how = sizing.size(i, max_gpus)
                 results[i].append(_result(estimate, layout, how, candidate, targets, scenario.name, max_gpus))
+            if progress is not None:
+                progress(k * len(candidates) + len(results[0]), steps)
         for i in range(n):
             per_draw[i].append(rank(drawn[i][k], results[i]))
     out = []

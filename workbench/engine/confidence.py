@@ -23,7 +23,7 @@ import numpy as np
 
 from workbench.core.errors import InputError
 from workbench.core.scenario import Scenario
-from workbench.engine.compare import Candidate, Comparison, Resolve, Targets, compare, compare_draws
+from workbench.engine.compare import Candidate, Comparison, Progress, Resolve, Targets, compare, compare_draws
 from workbench.engine.pipeline import Engine
 from workbench.engine.sensitivity import Factor, factors
 
@@ -64,6 +64,7 @@ def decision_confidence(
     draws: int = 1000,
     seed: int = 0,
     max_gpus: int | None = None,
+    progress: Progress | None = None,
 ) -> Confidence:
     """The comparison of ``scenarios`` on ``candidates``, and how often each candidate wins it
     over ``draws`` draws of the assumptions (module docstring)."""
@@ -87,7 +88,7 @@ def decision_confidence(
     values = {f.target: rng.uniform(f.low, f.high, size=draws) for f in drawn}
     picks = Counter(
         None if c.recommendation is None else c.recommendation.label
-        for c in compare_draws(engine, scenarios, candidates, resolve, values, targets, **extra)
+        for c in compare_draws(engine, scenarios, candidates, resolve, values, targets, progress=progress, **extra)
     )
     shares = {c.label: picks.get(c.label, 0) / draws for c in candidates}
     return Confidence(draws, seed, drawn, shares, picks.get(None, 0) / draws, base, notes)

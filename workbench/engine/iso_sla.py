@@ -29,7 +29,7 @@ from typing import Any
 
 from workbench.core.errors import InputError
 from workbench.core.scenario import Scenario
-from workbench.engine.compare import Candidate, Resolve, Targets, _candidate_scenario, cached_resolver
+from workbench.engine.compare import Candidate, Progress, Resolve, Targets, _candidate_scenario, cached_resolver
 from workbench.engine.pareto import BATCHES, node_configurations
 from workbench.engine.pipeline import Engine
 from workbench.engine.variations import validated_value, with_fields
@@ -89,6 +89,7 @@ def iso_sla(
     *,
     weights: Sequence[str] | None = None,
     batches: Sequence[int] = BATCHES,
+    progress: Progress | None = None,
 ) -> list[IsoResult]:
     """Every candidate in its cheapest configuration meeting ``targets``, ranked (module docstring).
 
@@ -103,6 +104,8 @@ def iso_sla(
     results = []
     for candidate in candidates:
         results.append(_search(engine, scenario, candidate, resolve, targets, allowed, batches))
+        if progress is not None:
+            progress(len(results), len(candidates))
     ranked = sorted(results, key=lambda r: _order(r, targets.min_tokens_per_s is not None))
     for i, result in enumerate(ranked, 1):
         result.rank = i

@@ -23,7 +23,7 @@ from typing import Any
 from workbench.core.errors import InputError
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
-from workbench.engine.compare import Candidate, Resolve, _candidate_scenario, cached_resolver
+from workbench.engine.compare import Candidate, Progress, Resolve, _candidate_scenario, cached_resolver
 from workbench.engine.pipeline import Engine
 from workbench.engine.variations import with_fields
 
@@ -83,6 +83,7 @@ def pareto_fronts(
     candidates: Sequence[Candidate],
     resolve: Resolve,
     batches: Sequence[int] = BATCHES,
+    progress: Progress | None = None,
 ) -> list[Front]:
     """Every candidate's serving configurations on one node and their fronts (module docstring)."""
     if scenario.is_training:
@@ -103,6 +104,8 @@ def pareto_fronts(
         per_node = anchor.cluster.node.gpus_per_node
         notes = [] if points else [f"no configuration of up to {per_node} GPUs runs this scenario"]
         fronts.append(Front(candidate, points, throughput_front(points), cost_front(points), notes))
+        if progress is not None:
+            progress(len(fronts), len(candidates))
     return fronts
 
 
