@@ -9,6 +9,11 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Third-party plugins installed in the environment (the example plugin among them) must not
 # change what the tests see; tests about third-party loading clear this themselves.
 os.environ.setdefault("WORKBENCH_NO_ENTRY_POINTS", "1")
+# The parsed-YAML cache goes to a folder of this run's own, never the user's.
+if "WORKBENCH_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["WORKBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="workbench-test-cache-")
 
 import pytest  # noqa: E402
 

@@ -30,8 +30,8 @@ from workbench import paths
 from workbench.core.dtypes import DType
 from workbench.core.errors import CatalogError, describe_validation_error
 from workbench.core.hardware import Accelerator, NodeShape, Source
+from workbench.core.yaml_cache import load_yaml
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _USER_SUFFIXES = (".yaml", ".yml", ".json")
 
 ACCELERATORS_FILE = "accelerators.yaml"
@@ -167,7 +167,7 @@ def _read_document(path: Path) -> Any:
                 f"{path}: JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
     try:
-        return yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+        return load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from workbench.core.hardware import Accelerator
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import ENGINE_KNOBS, Batching, Scenario, ServingEngine, ServingOptions
+from workbench.core.yaml_cache import load_yaml
 from workbench.paths import resources_dir
 
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MIB_PER_GIB = 1024
 
 
@@ -42,8 +40,7 @@ class Default:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     path = resources_dir() / "engines" / "serving.yaml"
-    with path.open(encoding="utf-8") as fh:
-        data = yaml.load(fh, Loader=_YAML_LOADER)
+    data = load_yaml(path.read_text(encoding="utf-8"))
     engines = data.get("engines") if isinstance(data, dict) else None
     missing = {e.value for e in ServingEngine} - set(engines or {})
     if missing:

@@ -50,6 +50,7 @@ from pydantic import BaseModel, ValidationError
 
 from workbench.core.dtypes import DType
 from workbench.core.errors import WorkbenchError, describe_validation_error
+from workbench.core.yaml_cache import load_yaml
 from workbench_performance.kernels.schema import (
     Architecture,
     AttentionPoint,
@@ -60,8 +61,6 @@ from workbench_performance.kernels.schema import (
     Row,
     Source,
 )
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 ARCHITECTURES_FILE = "architectures.yaml"
 #: file name -> row model; each file has a `sources` table and a `points` list.
@@ -213,7 +212,7 @@ def launch_overhead(arch: str | None = None, kind: str | None = None) -> tuple[L
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        doc = load_yaml(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise KernelDataError(f"{path.name}: cannot be read ({exc.strerror or exc})") from exc
     except yaml.YAMLError as exc:

@@ -18,8 +18,9 @@ from __future__ import annotations
 from functools import lru_cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from workbench.core.yaml_cache import load_yaml
 
 _FRACTION = dict(gt=0.0, le=1.0)
 
@@ -103,11 +104,6 @@ def _pick(table: dict[str, float], dtype: str) -> float:
     return table.get(fallback, table["bf16"])
 
 
-#: libyaml's parser when PyYAML has it (ten times faster: every process that estimates speed reads
-#: this file once), the pure-Python safe loader otherwise; both build the same plain data.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 class _File(BaseModel):
     model_config = ConfigDict(extra="forbid")
     schema_version: int
@@ -118,7 +114,7 @@ class _File(BaseModel):
 @lru_cache(maxsize=1)
 def _profiles() -> tuple[dict[str, KernelProfile], KernelProfile]:
     text = resources.files("workbench_performance.operators").joinpath("profiles.yaml").read_text("utf-8")
-    data = _File.model_validate(yaml.load(text, Loader=_YAML_LOADER))  # noqa: S506 - a safe loader
+    data = _File.model_validate(load_yaml(text))
     by_gpu: dict[str, KernelProfile] = {}
     generic = None
     for profile in data.profiles:
