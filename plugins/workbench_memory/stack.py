@@ -122,7 +122,9 @@ class _Explainer:
         p, s, w = self.p, self.s, self.p.w
         terms = [
             f"{s.linear:,.0f} linear x {w.linear:g} B",
-            f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B",
+            f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B"
+            if not w.embedding
+            else f"{s.plain:,.0f} embedding/head/norm at their GGUF types",
         ]
         if s.experts:
             terms.append(f"{s.experts:,.0f} routed-expert x {w.routed:g} B")

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.dtypes import weight_bits
+from workbench.core.gguf import preset_bytes
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
@@ -240,9 +241,12 @@ def _transfer_link(node: Any) -> Link:
     return link
 
 
-def _weight_bytes(sc: Scenario) -> float:
+def _weight_bytes(sc: Scenario, arch: ModelArchitecture) -> float:
     """Bytes per stored weight, scales included; cached by what decides it (a few enum values),
-    since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call."""
+    since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call. A GGUF preset
+    reads the model's real bytes (tensor by tensor, averaged over the dense matmul weights)."""
+    if sc.weights is not None and sc.weights.is_gguf:
+        return preset_bytes(arch, sc.weights.value).dense_matmul()
     key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
     found = _WEIGHT_BYTES.get(key)
     if found is None:
@@ -269,7 +273,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
     tp, pp, ep = par.tp, par.pp, par.ep
     b = src.point("batch_size")
     w = weight_elements(arch, tp, ep)
-    wb = _weight_bytes(sc)
+    wb = _weight_bytes(sc, arch)
     (
         peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops,
         model_decode, model_prefill, max_concurrency,
@@ -283,6 +287,8 @@ def inference_inputs(source: Any) -> InferenceInputs:
     # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read at it.
     own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
+    if sc.weights is not None and sc.weights.is_gguf:
+        ewb = preset_bytes(arch, sc.weights.value).per_param("expert")
     experts = w.experts * (ewb or wb) / pp
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
 
@@ -466,7 +472,7 @@ def training_inputs(source: Any) -> TrainingInputs:
         act_bytes=max(sc.dtype.bytes, 2.0),
         seq_len=seq,
         ep=par.ep,
-        weight_bytes=_weight_bytes(sc),
+        weight_bytes=_weight_bytes(sc, src.model),
         sequences=b,
         eager=sc.attention is AttentionKernel.EAGER,
     )

@@ -56,6 +56,10 @@ def resolve_scenario(scenario: Scenario, project: Project | None = None) -> Reso
     from workbench.catalog.accelerators import default_node_for, load_node_shapes
 
     model = resolve_model_ref(scenario.model, project)
+    if scenario.weights is not None and scenario.weights.is_gguf:
+        from workbench.core.gguf import model_tensors
+
+        model_tensors(model)  # a model llama.cpp's layout does not describe is refused here, in one line
     accelerator = resolve_accelerator(scenario.gpu, project)
     if scenario.node is None:
         node = default_node_for(accelerator)

@@ -301,6 +301,13 @@ class PresetBytes:
         n = self.params.get(part, 0)
         return self.bytes.get(part, 0) / n if n else 0.0
 
+    def dense_matmul(self) -> float:
+        """Average bytes per weight a token's dense matmuls read: the blocks' matrices and the LM
+        head (the token embedding when the head is tied to it)."""
+        head = "head" if self.params.get("head") else "embedding"
+        n = self.params.get("linear", 0) + self.params.get(head, 0)
+        return (self.bytes.get("linear", 0) + self.bytes.get(head, 0)) / n if n else 0.0
+
 
 _SUMMARIES: dict[tuple[int, str], tuple[ModelArchitecture, PresetBytes]] = {}
 
