@@ -126,7 +126,8 @@ class _Reader:
             raise self.fail(f"the header runs past {MAX_HEADER_BYTES:,} bytes: not a model file this reads")
         while len(self.buf) - self.at < n:
             self.buf, self.pos, self.at = self.buf[self.at :], self.tell, 0
-            chunk = os.pread(self.fd, max(_CHUNK, n), self.pos + len(self.buf))
+            os.lseek(self.fd, self.pos + len(self.buf), os.SEEK_SET)  # (os.pread is POSIX only)
+            chunk = os.read(self.fd, max(_CHUNK, n))
             if not chunk:
                 raise self.fail("the file shrank while being read")
             self.buf += chunk

@@ -143,8 +143,6 @@ def _holds(cond: str, i: int, c: _Context) -> bool:
         return i < 2
     if cond == "first_four":
         return i < 4
-    if cond == "middle":
-        return n // 8 <= i < 7 * n // 8
     if cond == "gqa_ge_4":
         return c.gqa >= 4
     if cond == "experts_8":
