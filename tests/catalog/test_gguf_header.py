@@ -64,7 +64,9 @@ def write_gguf(
         offset += -(-gguf.tensor_bytes(type_name, shape) // alignment) * alignment
     body = head + infos
     body += b"\0" * (-len(body) % alignment)
-    path.write_bytes(body + b"\0" * offset)
+    with open(path, "wb") as fh:
+        fh.write(body)
+        fh.truncate(len(body) + offset)  # zero data, sparse: a 0.5B-parameter file takes no disk
     return path
 
 
@@ -180,6 +182,39 @@ def test_tied_head_and_unknown_file_type(tmp_path: Path) -> None:
     assert imported.architecture.tie_word_embeddings
     assert imported.preset is None
     assert any("file_type 99" in n for n in imported.notes)
+
+
+def test_a_qwen2_shaped_file_imports_as_the_catalog_model(tmp_path: Path) -> None:
+    """Qwen2.5-0.5B's tensors (q/k/v biases, tied head, rows of 896 that K-quants cannot block) typed
+    by the q4_k_m rules: the import gives back the catalog's architecture and the preset."""
+    from workbench.catalog.models import load_model_catalog
+
+    a = load_model_catalog()["qwen2.5-0.5b"].architecture
+    h, kv = a.hidden_size, a.num_kv_heads * a.head_dim
+    tensors = [(t.name, t.shape, t.type) for t in gguf.plan(a, "q4_k_m") if t.role is not None]
+    for i in range(a.num_layers):
+        b = f"blk.{i}."
+        tensors += [(b + "attn_norm.weight", (h,), "F32"), (b + "ffn_norm.weight", (h,), "F32"),
+                    (b + "attn_q.bias", (h,), "F32"), (b + "attn_k.bias", (kv,), "F32"),
+                    (b + "attn_v.bias", (kv,), "F32")]
+    tensors.append(("output_norm.weight", (h,), "F32"))
+    meta = [
+        ("general.architecture", STR, "qwen2"), ("general.name", STR, "Qwen2.5 0.5B Instruct"),
+        ("general.file_type", U32, 15), ("qwen2.block_count", U32, a.num_layers),
+        ("qwen2.context_length", U32, a.max_position_embeddings), ("qwen2.embedding_length", U32, h),
+        ("qwen2.feed_forward_length", U32, a.intermediate_size),
+        ("qwen2.attention.head_count", U32, a.num_attention_heads),
+        ("qwen2.attention.head_count_kv", U32, a.num_kv_heads),
+        ("qwen2.rope.freq_base", F32, 1000000.0), ("qwen2.attention.layer_norm_rms_epsilon", F32, 1e-6),
+    ]
+    imported = import_gguf(write_gguf(tmp_path / "qwen.gguf", meta, tensors))
+    got = imported.architecture
+    assert imported.preset is WeightFormat.Q4_K_M
+    assert got.tie_word_embeddings and got.attention_bias
+    assert count_parameters(got).total == count_parameters(a).total
+    assert not [n for n in imported.notes if "other types" in n or "hold" in n], imported.notes
+    assert imported.header.types()["Q8_0"] >= 1  # the tied token_embd: 896 is not whole 256-blocks
+    assert imported.header.weight_bytes == gguf.preset_bytes(a, "q4_k_m").total
 
 
 def _broken(tmp_path: Path, raw: bytes) -> Path:
