@@ -344,6 +344,11 @@ def test_cli_import_of_a_gguf(tiny: Path, tmp_path: Path) -> None:
     assert "GGUF v3  21 tensors (Q4_K 13, F32 5, Q6_K 3)" in done.stdout
     assert f"({read_gguf_header(tiny).weight_bytes:,} B)" in done.stdout
     assert "--weights q4_k_m" in done.stdout
+    done = _cli("estimate", "--model-config", str(tiny), "--gpu", "rtx-4090", "--weights", "q4_k_m", "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assert json.loads(done.stdout)["memory"]["per_gpu"]["weights"] == read_gguf_header(tiny).weight_bytes
     broken = _broken(tmp_path, tiny.read_bytes()[:300])
     done = _cli("import", str(broken))
     assert done.returncode == 2

@@ -221,7 +221,7 @@ def _import_gguf(path: Any, args: argparse.Namespace) -> int:
     print(f"  GGUF v{header.version}  {len(header.tensors)} tensors ({types}); "
           f"weights {format_bytes(header.weight_bytes)} ({header.weight_bytes:,} B)")
     if preset is not None:
-        print(f"  weights      llama.cpp {preset}: estimate with --weights {preset}")
+        print(f"  weights      llama.cpp {preset}: estimate with --model-config {path} --weights {preset}")
     return 0
 
 
