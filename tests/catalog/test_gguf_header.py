@@ -324,8 +324,11 @@ def _fuzz_base() -> bytes:
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
-        kv = tiny_llama_kv()[:13]  # no tokenizer arrays: mutations land in the structure more often
-        return write_gguf(Path(d) / "b.gguf", kv, tiny_llama_tensors()[:6]).read_bytes()[:4096] + b"\0" * 64
+        # A whole small file (no tokenizer arrays, small tensors): mutations land in the structure
+        # often, and many mutated files still parse.
+        kv = [*tiny_llama_kv()[:13], ("general.tags", ARR, (STR, ["a", "b"]))]
+        tensors = [("a.weight", (32,), "F32"), ("b.weight", (32, 2), "Q8_0"), ("c.weight", (256, 1), "Q4_K")]
+        return write_gguf(Path(d) / "b.gguf", kv, tensors).read_bytes()
 
 
 _FUZZ_BASE = _fuzz_base()
