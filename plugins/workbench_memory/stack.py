@@ -124,7 +124,7 @@ class _Explainer:
             f"{s.linear:,.0f} linear x {w.linear:g} B",
             f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B"
             if not w.embedding
-            else f"{s.plain:,.0f} embedding/head/norm at their GGUF types",
+            else f"{s.plain:,.0f} embedding/head/norm at their own types",
         ]
         if s.experts:
             terms.append(f"{s.experts:,.0f} routed-expert x {w.routed:g} B")
@@ -586,7 +586,7 @@ def _with_fit_inputs(wanted: frozenset[str]) -> frozenset[str]:
 def _assumption_ids(p: Plan) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """Assumption ids behind each part, in :data:`PARTS` order, and all of them in one tuple."""
     # A GGUF preset fixes every tensor's type itself: the keep-16-bit switch does not apply.
-    keeps = p.w.quantized and not p.w.fmt.is_gguf
+    keeps = p.w.quantized and not p.w.fmt.is_gguf and not p.w.embedding
     key = (keeps, p.zero == 3, p.training and bool(p.t.factored), p.c.mla and not p.training)
     found = _IDS.get(key)
     if found is None:

@@ -66,6 +66,8 @@ class WeightBytes:
         return self.bits < UNQUANTIZED_BITS
 
     def describe(self) -> str:
+        if self.fmt in (WeightFormat.MLX4, WeightFormat.MLX8):
+            return f"{self.fmt.value} (MLX: linear layers, embedding and head {self.bits:g} bits = {self.linear:g} B/param, norms 16-bit)"
         if self.fmt.is_gguf:
             text = (
                 f"{self.fmt.value} (llama.cpp, tensor by tensor: block matrices {self.linear:.4g} B/param, "
@@ -101,6 +103,11 @@ def weight_bytes(
         if model is None:
             raise ValueError(f"{fmt.value}: a GGUF preset needs the model to size its tensors")
         return _gguf_bytes(model, fmt, bits)
+    if fmt in (WeightFormat.MLX4, WeightFormat.MLX8):
+        # mlx.nn.quantize quantizes every Linear and Embedding (the head included); norms stay 16-bit
+        # (ml-explore/mlx@29a620cab2a8a9e68d540be27a5bdb05fc62003d:python/mlx/nn/layers/quantized.py).
+        rate = bits / 8
+        return WeightBytes(fmt, bits, rate, UNQUANTIZED_BITS / 8, 2.0, embedding=rate, head=rate)
     keep = bits < UNQUANTIZED_BITS and keep_16bit() >= 0.5  # the switch is read only when it matters
     own_experts = scenario.expert_format(expert_format)
     key = (fmt, bits, keep, scenario.dtype is DType.FP32, own_experts)

@@ -73,3 +73,15 @@ def test_decode_reads_the_real_bytes() -> None:
     q8_dense = preset_bytes(LLAMA_8B, "q8_0")
     matmul = pb.params["linear"] + pb.params["head"]
     assert d8 - d4 == pytest.approx(matmul * (q8_dense.dense_matmul() - pb.dense_matmul()), rel=1e-6)
+
+
+@pytest.mark.parametrize(("fmt", "bits"), [("mlx4", 4.5), ("mlx8", 8.5)])
+def test_mlx_quantizes_embedding_and_head_too(fmt: str, bits: float) -> None:
+    """mlx.nn.quantize quantizes every Linear and Embedding, only the norms stay 16-bit
+    (ml-explore/mlx@29a620cab2a8a9e68d540be27a5bdb05fc62003d:python/mlx/nn/layers/quantized.py)."""
+    from workbench.core.params import count_parameters
+
+    total = count_parameters(LLAMA_8B).total
+    norms = (2 * LLAMA_8B.num_layers + 1) * LLAMA_8B.hidden_size
+    got = run(weights=fmt).get("memory.per_gpu.weights")
+    assert got == pytest.approx((total - norms) * bits / 8 + norms * 2, rel=1e-12)

@@ -139,8 +139,10 @@ def weight_bits(fmt: WeightFormat, group_size: int = 128) -> float:
     * nf4 (QLoRA, Dettmers et al. 2023, section 3): 4 bits + double-quantized absmax constants:
       8 bits per 64-weight block plus one fp32 per 256 blocks -> 4 + 8/64 + 32/(64*256) = 4.127.
     * fp4 (OCP MXFP4): 4 bits + one 8-bit shared exponent per 32-weight block -> 4.25 bits.
-    * mlx4 / mlx8 (MLX ``mx.quantize``, mlx-lm's default group of 64): 4 or 8 bits + an fp16 scale
-      and an fp16 bias per 64 weights -> 4.5 / 8.5 bits.
+    * mlx4 / mlx8 (``mlx.nn.quantize``, affine mode, default group of 64): 4 or 8 bits + a 16-bit
+      scale and a 16-bit bias per 64 weights -> 4.5 / 8.5 bits; embeddings and the head are
+      quantized too (ml-explore/mlx@29a620cab2a8a9e68d540be27a5bdb05fc62003d:
+      python/mlx/nn/layers/quantized.py).
     * GGUF presets: the bits of the preset's main ggml type (q4_k_m: Q4_K, 144 bytes per 256
       weights = 4.5). What a model really stores under a preset differs per tensor; the
       estimators take it from :func:`workbench.core.gguf.preset_bytes`.
