@@ -112,7 +112,7 @@ def _weight_format(sc: Scenario) -> tuple[WeightFormat, float]:
     if found is None:
         if len(_FORMATS) > 1024:
             _FORMATS.clear()
-        fmt = sc.weight_format
+        fmt = WeightFormat(sc.weight_format)  # an unvalidated model_copy may hold the string
         found = _FORMATS[key] = (fmt, weight_bits(fmt, sc.quant_group_size))
     return found
 

@@ -134,7 +134,7 @@ def format_bits(scenario: Scenario) -> tuple[WeightFormat, float]:
     if found is None:
         if len(_FORMATS) > 1024:
             _FORMATS.clear()
-        fmt = scenario.weight_format
+        fmt = WeightFormat(scenario.weight_format)  # an unvalidated model_copy may hold the string
         found = _FORMATS[key] = (fmt, weight_bits(fmt, scenario.quant_group_size))
     return found
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.dtypes import weight_bits
+from workbench.core.dtypes import WeightFormat, weight_bits
 from workbench.core.gguf import preset_bytes
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
@@ -245,8 +245,9 @@ def _weight_bytes(sc: Scenario, arch: ModelArchitecture) -> float:
     """Bytes per stored weight, scales included; cached by what decides it (a few enum values),
     since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call. A GGUF preset
     reads the model's real bytes (tensor by tensor, averaged over the dense matmul weights)."""
-    if sc.weights is not None and sc.weights.is_gguf:
-        return preset_bytes(arch, sc.weights.value).dense_matmul()
+    gguf = _gguf_preset(sc)
+    if gguf is not None:
+        return preset_bytes(arch, gguf).dense_matmul()
     key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
     found = _WEIGHT_BYTES.get(key)
     if found is None:
@@ -257,6 +258,14 @@ def _weight_bytes(sc: Scenario, arch: ModelArchitecture) -> float:
 
 
 _WEIGHT_BYTES: dict[tuple[object, ...], float] = {}
+
+
+def _gguf_preset(sc: Scenario) -> str | None:
+    """The scenario's GGUF preset id, or None (an unvalidated model_copy may hold a plain string)."""
+    if sc.weights is None:
+        return None
+    fmt = WeightFormat(sc.weights)
+    return fmt.value if fmt.is_gguf else None
 
 
 def inference_inputs(source: Any) -> InferenceInputs:
@@ -287,8 +296,9 @@ def inference_inputs(source: Any) -> InferenceInputs:
     # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read at it.
     own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
-    if sc.weights is not None and sc.weights.is_gguf:
-        ewb = preset_bytes(arch, sc.weights.value).per_param("expert")
+    gguf = _gguf_preset(sc)
+    if gguf is not None:
+        ewb = preset_bytes(arch, gguf).per_param("expert")
     experts = w.experts * (ewb or wb) / pp
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
 

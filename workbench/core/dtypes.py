@@ -152,6 +152,7 @@ def weight_bits(fmt: WeightFormat, group_size: int = 128) -> float:
     """
     if group_size <= 0:
         raise ValueError("group_size must be positive")
+    fmt = WeightFormat(fmt)
     if fmt in (WeightFormat.MLX4, WeightFormat.MLX8):
         return (4.0 if fmt is WeightFormat.MLX4 else 8.0) + 32.0 / 64
     if fmt.is_gguf:
