@@ -19,13 +19,14 @@ from workbench_performance.inputs import inference_inputs
 from workbench.core import Cluster, ModelArchitecture, Scenario
 from workbench.core.gguf import preset_bytes
 from workbench.core.resolved import ResolvedScenario
+from workbench.engine.estimate import Estimate
 from workbench.engine.pipeline import Engine
 from workbench.pluginhost import default_engine
 
 ENGINE = Engine([KvCacheEstimator(), MemoryStackEstimator(), ComputeEstimator()])
 
 
-def run(model: ModelArchitecture = LLAMA_8B, engine: Engine = ENGINE, **fields: object):  # noqa: ANN201
+def run(model: ModelArchitecture = LLAMA_8B, engine: Engine = ENGINE, **fields: object) -> Estimate:
     scenario = Scenario(model="m", gpu="test-gpu", **fields)
     est = engine.run(
         ResolvedScenario(scenario, model, Cluster(accelerator=GPU, node=NODE, num_gpus=scenario.num_gpus))
