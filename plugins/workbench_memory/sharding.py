@@ -210,6 +210,7 @@ def make_plan(
             scenario,
             lambda: values("memory.quant_keeps_16bit"),
             model.moe.expert_weight_format if model.moe is not None else None,
+            model,
         ),
         t=training_bytes(
             scenario,
@@ -373,6 +374,11 @@ def build_stage(p: Plan, tp: int, pp: int, ep: int, index: int, a: int, n: int, 
     # Expert states shard over tp x dp / max(ep, tp) ranks: in units of 1/dp that is this factor.
     expert_dp = max(ep, tp) / tp
     dense_w = linear * w.linear + plain * w.plain
+    # GGUF: token_embd and output at the preset's own types (a tied head's copy is an embedding).
+    dense_w += w.ends(
+        (c.word_embedding if first else 0) / tp + (c.tied_copy if last and pp > 1 else 0) / tp,
+        (c.lm_head if last else 0) / tp,
+    )
     expert_w = experts * w.routed
     adapters = trainable_dense = trainable_experts = factored = 0.0
     if p.training:

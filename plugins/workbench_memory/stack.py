@@ -122,7 +122,9 @@ class _Explainer:
         p, s, w = self.p, self.s, self.p.w
         terms = [
             f"{s.linear:,.0f} linear x {w.linear:g} B",
-            f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B",
+            f"{s.plain:,.0f} embedding/head/norm x {w.plain:g} B"
+            if not w.embedding
+            else f"{s.plain:,.0f} embedding/head/norm at their own types",
         ]
         if s.experts:
             terms.append(f"{s.experts:,.0f} routed-expert x {w.routed:g} B")
@@ -583,7 +585,9 @@ def _with_fit_inputs(wanted: frozenset[str]) -> frozenset[str]:
 
 def _assumption_ids(p: Plan) -> tuple[tuple[tuple[str, ...], ...], tuple[str, ...]]:
     """Assumption ids behind each part, in :data:`PARTS` order, and all of them in one tuple."""
-    key = (p.w.quantized, p.zero == 3, p.training and bool(p.t.factored), p.c.mla and not p.training)
+    # A GGUF preset fixes every tensor's type itself: the keep-16-bit switch does not apply.
+    keeps = p.w.quantized and not p.w.fmt.is_gguf and not p.w.embedding
+    key = (keeps, p.zero == 3, p.training and bool(p.t.factored), p.c.mla and not p.training)
     found = _IDS.get(key)
     if found is None:
         quantized, zero3, factored, mla_kv = key

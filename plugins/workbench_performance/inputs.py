@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from workbench.core.dtypes import weight_bits
+from workbench.core.dtypes import WeightFormat, weight_bits
+from workbench.core.gguf import preset_bytes
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
@@ -240,9 +241,13 @@ def _transfer_link(node: Any) -> Link:
     return link
 
 
-def _weight_bytes(sc: Scenario) -> float:
+def _weight_bytes(sc: Scenario, arch: ModelArchitecture) -> float:
     """Bytes per stored weight, scales included; cached by what decides it (a few enum values),
-    since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call."""
+    since ``Scenario.weight_format`` and ``weight_bits`` cost microseconds per call. A GGUF preset
+    reads the model's real bytes (tensor by tensor, averaged over the dense matmul weights)."""
+    gguf = _gguf_preset(sc)
+    if gguf is not None:
+        return preset_bytes(arch, gguf).dense_matmul()
     key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
     found = _WEIGHT_BYTES.get(key)
     if found is None:
@@ -253,6 +258,14 @@ def _weight_bytes(sc: Scenario) -> float:
 
 
 _WEIGHT_BYTES: dict[tuple[object, ...], float] = {}
+
+
+def _gguf_preset(sc: Scenario) -> str | None:
+    """The scenario's GGUF preset id, or None (an unvalidated model_copy may hold a plain string)."""
+    if sc.weights is None:
+        return None
+    fmt = WeightFormat(sc.weights)
+    return fmt.value if fmt.is_gguf else None
 
 
 def inference_inputs(source: Any) -> InferenceInputs:
@@ -269,7 +282,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
     tp, pp, ep = par.tp, par.pp, par.ep
     b = src.point("batch_size")
     w = weight_elements(arch, tp, ep)
-    wb = _weight_bytes(sc)
+    wb = _weight_bytes(sc, arch)
     (
         peak_tflops, bandwidth_gbps, dec_flops, dec_bytes, fwd, per_token, kv_token, pre_flops,
         model_decode, model_prefill, max_concurrency,
@@ -283,6 +296,9 @@ def inference_inputs(source: Any) -> InferenceInputs:
     # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read at it.
     own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
+    gguf = _gguf_preset(sc)
+    if gguf is not None:
+        ewb = preset_bytes(arch, gguf).per_param("expert")
     experts = w.experts * (ewb or wb) / pp
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)
 
@@ -466,7 +482,7 @@ def training_inputs(source: Any) -> TrainingInputs:
         act_bytes=max(sc.dtype.bytes, 2.0),
         seq_len=seq,
         ep=par.ep,
-        weight_bytes=_weight_bytes(sc),
+        weight_bytes=_weight_bytes(sc, src.model),
         sequences=b,
         eager=sc.attention is AttentionKernel.EAGER,
     )

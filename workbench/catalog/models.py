@@ -215,6 +215,10 @@ def resolve_model(id_or_path: str | Path, directory: str | Path | None = None) -
         if by_repo:
             return by_repo[0].architecture
     path = _expand(id_or_path)
+    if path.is_file() and path.suffix.lower() == ".gguf":  # a llama.cpp file: its header describes it
+        from workbench.catalog.gguf_header import import_gguf
+
+        return import_gguf(path, approximate=path.resolve() in _APPROXIMATE_PATHS).architecture
     if path.exists():
         return import_hf_path(path, approximate=path.resolve() in _APPROXIMATE_PATHS).architecture
     if isinstance(id_or_path, Path) or "/" in text or "\\" in text or text.endswith(".json"):

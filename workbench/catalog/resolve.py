@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from workbench.core.dtypes import WeightFormat
 from workbench.core.errors import CatalogError
 from workbench.core.hardware import Accelerator, Cluster
 from workbench.core.model import ModelArchitecture
@@ -56,6 +57,11 @@ def resolve_scenario(scenario: Scenario, project: Project | None = None) -> Reso
     from workbench.catalog.accelerators import default_node_for, load_node_shapes
 
     model = resolve_model_ref(scenario.model, project)
+    # (model_copy(update=...) may leave the plain string there, so the enum is made here)
+    if scenario.weights is not None and WeightFormat(scenario.weights).is_gguf:
+        from workbench.core.gguf import model_tensors
+
+        model_tensors(model)  # a model llama.cpp's layout does not describe is refused here, in one line
     accelerator = resolve_accelerator(scenario.gpu, project)
     if scenario.node is None:
         node = default_node_for(accelerator)

@@ -122,6 +122,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
+    if path.is_file() and path.suffix.lower() == ".gguf":
+        return _import_gguf(path, args)
     checkpoint = None
     if path.is_file() and path.suffix == ".safetensors":
         from workbench.catalog.safetensors_header import count_file
@@ -157,6 +159,20 @@ def _cmd_import(args: argparse.Namespace) -> int:
             }
         _emit_json(doc)
         return 0
+    _print_architecture(arch, counts)
+    for note in imported.notes:
+        print(f"  note: {note}")
+    if checkpoint is not None:
+        dtypes = ", ".join(f"{k} {v:,}" for k, v in checkpoint.by_dtype.items())
+        if checkpoint.exact:
+            print(f"  checkpoint   {checkpoint.total:,} parameters in {len(checkpoint.files)} file(s) ({dtypes}); "
+                  f"{format_bytes(checkpoint.data_bytes)}")
+        else:
+            print(f"  checkpoint   index only (shards absent): {format_bytes(checkpoint.data_bytes)} of weights")
+    return 0
+
+
+def _print_architecture(arch: Any, counts: Any) -> None:
     print(f"{arch.name}  ({arch.hf_model_type or arch.family}, {arch.kind.value}, {arch.attention_kind})")
     if arch.approximate:
         print(f"  APPROXIMATE: {arch.approximate}; every estimate from it is marked approximate")
@@ -170,15 +186,42 @@ def _cmd_import(args: argparse.Namespace) -> int:
     if arch.mla:
         print(f"  MLA: kv rank {arch.mla.kv_lora_rank}, q rank {arch.mla.q_lora_rank}, "
               f"rope dim {arch.mla.qk_rope_head_dim}")
+
+
+def _import_gguf(path: Any, args: argparse.Namespace) -> int:
+    """A .gguf file: the architecture from its metadata, the weights' real bytes from its tensor table."""
+    from workbench.catalog.gguf_header import import_gguf
+    from workbench.core.params import count_parameters
+
+    imported = import_gguf(path, approximate=args.approximate)
+    arch, header = imported.architecture, imported.header
+    counts = count_parameters(arch)
+    preset = imported.preset.value if imported.preset is not None else None
+    if args.json:
+        _emit_json({
+            "source": str(path),
+            "architecture": arch.model_dump(mode="json"),
+            "parameters": {"total": counts.total, "active": counts.active, "breakdown": dict(counts.breakdown)},
+            "gguf": {
+                "version": header.version,
+                "tensors": len(header.tensors),
+                "weight_bytes": header.weight_bytes,
+                "tensor_types": header.types(),
+                "file_type": header.metadata.get("general.file_type"),
+                "weights": preset,
+            },
+            "approximate": arch.approximate,
+            "notes": list(imported.notes),
+        })
+        return 0
+    _print_architecture(arch, counts)
     for note in imported.notes:
         print(f"  note: {note}")
-    if checkpoint is not None:
-        dtypes = ", ".join(f"{k} {v:,}" for k, v in checkpoint.by_dtype.items())
-        if checkpoint.exact:
-            print(f"  checkpoint   {checkpoint.total:,} parameters in {len(checkpoint.files)} file(s) ({dtypes}); "
-                  f"{format_bytes(checkpoint.data_bytes)}")
-        else:
-            print(f"  checkpoint   index only (shards absent): {format_bytes(checkpoint.data_bytes)} of weights")
+    types = ", ".join(f"{k} {v}" for k, v in sorted(header.types().items(), key=lambda kv: -kv[1]))
+    print(f"  GGUF v{header.version}  {len(header.tensors)} tensors ({types}); "
+          f"weights {format_bytes(header.weight_bytes)} ({header.weight_bytes:,} B)")
+    if preset is not None:
+        print(f"  weights      llama.cpp {preset}: estimate with --model-config {path} --weights {preset}")
     return 0
 
 
@@ -403,8 +446,10 @@ def build_parser() -> argparse.ArgumentParser:
     catalog.add_argument("--json", action="store_true", help="one JSON document on stdout")
     catalog.set_defaults(handler=_cmd_catalog)
 
-    imp = sub.add_parser("import", help="read a config.json or model folder and count its parameters")
-    imp.add_argument("path", help="config.json file or model folder")
+    imp = sub.add_parser(
+        "import", help="read a config.json, a model folder or a .gguf header and count its parameters"
+    )
+    imp.add_argument("path", help="config.json file, model folder or .gguf file")
     imp.add_argument("--json", action="store_true", help="one JSON document on stdout")
     imp.add_argument(
         "--approximate",

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from workbench.core import limits
-from workbench.core.dtypes import ACTIVATION_DTYPES, DType, WeightFormat
+from workbench.core.dtypes import ACTIVATION_DTYPES, KV_CACHE_DTYPES, DType, WeightFormat
 
 # NaN and infinity are never a valid input: they pass every range check (NaN compares false) and
 # reach the charts and the JSON output as values nothing can use.
@@ -352,8 +352,10 @@ class Scenario(BaseModel):
                 f"dtype: {self.dtype.value} is not a compute precision; use one of "
                 + ", ".join(d.value for d in ACTIVATION_DTYPES)
             )
-        if self.kv_dtype is not None and self.kv_dtype not in ACTIVATION_DTYPES:
+        if self.kv_dtype is not None and self.kv_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_dtype: {self.kv_dtype.value} is not supported for the KV cache")
+        if self.weights is not None and self.weights.is_gguf and self.is_training:
+            raise ValueError(f"weights: {self.weights.value} is a llama.cpp inference format; training needs another")
         if self.method is FinetuneMethod.QLORA and self.weights not in (None, WeightFormat.NF4, WeightFormat.INT4):
             raise ValueError(f"weights: QLoRA stores weights in nf4 or int4, not {self.weights.value}")
         if self.parallel.world_size > self.num_gpus:
