@@ -171,3 +171,11 @@ def test_serving_load_inputs_change_the_scenario_and_undo_restores_it(qtbot, con
     assert panel.knobs["serving.batching"].read() == Batching.CONTINUOUS
     assert panel.knobs["serving.arrival_rate"].read() is None
     assert panel.knobs["serving.trace"].read() is None
+
+
+def test_the_kv_cache_offers_llama_cpp_block_types(qtbot, controller: ProjectController) -> None:  # type: ignore[no-untyped-def]
+    from workbench.core.dtypes import DType
+
+    combo = _panel(qtbot, controller).knobs["kv_dtype"].widget
+    offered = [combo.itemData(i) for i in range(combo.count())]
+    assert DType.Q8_0 in offered and DType.Q4_0 in offered

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.core.dtypes import ACTIVATION_DTYPES, WeightFormat
+from workbench.core.dtypes import ACTIVATION_DTYPES, KV_CACHE_DTYPES, WeightFormat
 from workbench.core.limits import MAX_SIMULATED_REQUESTS
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import (
@@ -112,7 +112,7 @@ SECTIONS: list[tuple[str, list[Knob]]] = [
         Knob("weights", "Weights stored as", "enum", choices=tuple(WeightFormat), none_text="same as compute"),
         Knob("quant_group_size", "Quantization group", "int",
              lambda s, a: s.weight_format in (WeightFormat.INT4,), 1, 1 << 16),
-        Knob("kv_dtype", "KV cache", "enum", _inference, choices=ACTIVATION_DTYPES, none_text="same as compute"),
+        Knob("kv_dtype", "KV cache", "enum", _inference, choices=KV_CACHE_DTYPES, none_text="same as compute"),
     ]),
     ("Batch and sequence", [
         Knob("batch_size", "Concurrent requests", "int", _always, 1, 1 << 20, training_label="Micro-batch"),
