@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
 from workbench.measure.model import Measurement
-from workbench.measure.readers import read_measurements
 from workbench.measure.scenario_match import check_resolves, scenario_for
 
 PAYLOAD_VERSION = 1
@@ -92,20 +92,22 @@ def load_measurements(project_path: str | Path) -> tuple[list[StoredMeasurement]
     return from_rows(read_rows(project_path, "measurements"))
 
 
-def prepare_import(file: str | Path, base: Scenario, project: Project | None) -> list[tuple[Measurement, Scenario]]:
-    """Read a result file and tie each measurement to ``base``: every check runs before anything is
-    stored, so a bad record anywhere refuses the whole file."""
+def prepare_import(measurements: list[Measurement], base: Scenario, project: Project | None
+                   ) -> list[tuple[Measurement, Scenario]]:
+    """Tie each measurement of a file to ``base``: every check runs before anything is stored, so
+    a bad record anywhere refuses the whole file."""
     prepared = []
-    for measurement in read_measurements(file):
+    for measurement in measurements:
         scenario = scenario_for(measurement, base, project)
         check_resolves(scenario, project, f"{measurement.file_name} {measurement.record}".strip())
         prepared.append((measurement, scenario))
     return prepared
 
 
-def store_import(project_path: str | Path, scenario_name: str,
-                 prepared: list[tuple[Measurement, Scenario]]) -> list[int]:
+def store_import(project_path: str | Path, scenario_name: str, prepared: list[tuple[Measurement, Scenario]],
+                 edit: Callable[[Project], Project] | None = None) -> list[int]:
+    """Store the measurements (and ``edit`` the project, e.g. to add their scenario) in one save."""
     from workbench.store.measurements import add_measurement_rows
 
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-    return add_measurement_rows(project_path, [to_row(scenario_name, m, s, now) for m, s in prepared])
+    return add_measurement_rows(project_path, [to_row(scenario_name, m, s, now) for m, s in prepared], edit)

@@ -10,12 +10,13 @@ every other row; all rows of one import land together or none do.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
+from workbench.core.project import Project
 from workbench.store.estimate_cache import load_estimates
 from workbench.store.lock import writing
 from workbench.store.project_file import ProjectFileError, load_database, open_project, save_project
@@ -38,10 +39,14 @@ def read_rows(path: str | Path, table: str) -> list[dict[str, Any]]:
         conn.close()
 
 
-def add_measurement_rows(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> list[int]:
-    """Append measurement rows (without ``id``); returns the ids they got. All or nothing."""
+def add_measurement_rows(path: str | Path, rows: Sequence[Mapping[str, Any]],
+                         edit: Callable[[Project], Project] | None = None) -> list[int]:
+    """Append measurement rows (without ``id``); returns the ids they got. ``edit`` changes the
+    project in the same save (a scenario the measurements bring). All or nothing."""
     with writing(path, WRITE_WAIT_S):
         project = open_project(path)
+        if edit is not None:
+            project = edit(project)
         existing = read_rows(path, "measurements")
         ids = [row["id"] for row in existing if isinstance(row.get("id"), int)]
         first = max(ids, default=0) + 1
