@@ -29,7 +29,7 @@ def _metrics_text(metrics: dict[str, float]) -> str:
     parts = []
     for key, value in metrics.items():
         metric = METRICS[key]
-        shown = f"{value * 1000:.4g} ms" if metric.unit == "s" and value < 10 else f"{value:,.4g} {metric.unit}"
+        shown = f"{value * 1000:.4g} ms" if metric.unit == "s" and value < 10 else f"{_num(value)} {metric.unit}"
         parts.append(f"{metric.title} {shown}")
     return ", ".join(parts)
 
@@ -157,7 +157,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({**profile.model_dump(mode="json"), "mark": profile.mark(), "saved": not args.no_save}, sys.stdout)
         return 0
-    print(f"calibration '{profile.name}': {profile.measurements} measurements of {profile.gpu} / {profile.engine}")
+    plural = "s" if profile.measurements != 1 else ""
+    print(f"calibration '{profile.name}': {profile.measurements} measurement{plural} of {profile.gpu} / {profile.engine}")
     print(f"  {'assumption':<34} {'default':>9} {'fitted':>9}  {'range':<16} change")
     for p in fit.parameters:
         change = f"{p.value / p.default - 1:+.1%}" if p.moved else "unchanged"
@@ -165,7 +166,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     print(f"  {'measurement':<34} {'metric':<20} {'measured':>10} {'before':>8} {'after':>8} {'left out':>9}")
     for r in fit.residuals:
         cells = [_pct(r.error(v, r.measured)) for v in (r.before, r.after, r.left_out)]
-        print(f"  {r.case[:34]:<34} {r.metric:<20} {r.measured:>10.4g} {cells[0]:>8} {cells[1]:>8} {cells[2]:>9}")
+        print(f"  {r.case[:34]:<34} {r.metric:<20} {_num(r.measured):>10} {cells[0]:>8} {cells[1]:>8} {cells[2]:>9}")
     print("  median |error|: " + ", ".join(f"{label} {_pct(fit.median_abs(key), signed=False)}" for label, key in
                                              (("before", "before"), ("after", "after"), ("left out", "left_out"))))
     for note in fit.notes:
@@ -176,6 +177,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if where:
         print("  " + "; ".join(where))
     return 0
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def _pct(value: float | None, signed: bool = True) -> str:
