@@ -15,7 +15,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-import pytest
 
 from workbench.catalog.resolve import resolve_scenario
 from workbench.core.scenario import Scenario
@@ -99,4 +98,4 @@ def test_jitter_around_the_models_own_predictions_moves_nothing() -> None:
         cases.append(Case(f"J{i}", resolved, noisy, keys))
     fit = calibrate(_engine(), cases, leave_one_out=False)
     for p in fit.parameters:
-        assert abs(p.value / p.default - 1.0) <= 0.02, p  # 3% noise on 24 figures: at most a 2% nudge
+        assert abs(p.value / p.default - 1.0) <= 0.005, p  # 3% noise on 24 figures moves nothing

@@ -12,7 +12,7 @@
   assumption that leaves its default (an assumption moves only when that explains the data
   clearly better than noise would) and a weak pull to the default.
 * **Search**: coordinate search over a log-spaced grid of each range, the default always a
-  candidate, then a finer grid around the best; repeated until nothing moves. Every candidate of
+  candidate, repeated until nothing moves; then the same on a finer grid around the best. Every candidate of
   one coordinate is one point group of the engine (``run_points``), so a fit costs a few hundred
   group runs, not thousands of estimates.
 * **Leave-one-out**: each measurement is predicted by a fit to the others, so a user sees
@@ -35,7 +35,7 @@ from workbench.engine.assumptions import Assumption
 from workbench.engine.pipeline import Engine
 from workbench.engine.sensitivity import documented_range
 from workbench.measure.model import METRICS
-from workbench.measure.predict import comparable, predict_points
+from workbench.measure.predict import predict_points
 
 #: Relative run-to-run spread of a measurement: residuals are counted in units of it.
 NOISE = 0.05
@@ -47,8 +47,8 @@ HUBER = 2.0
 MOVE_PENALTY = 1.0
 #: Pull towards the default, per (log distance / log range width) squared.
 PRIOR = 0.5
-GRID = 17
-FINE = 9
+GRID = 9
+FINE = 5
 MAX_ROUNDS = 4
 #: A prediction must move by this much (log) across an assumption's range for it to be fitted.
 SENSITIVE = 1e-3
@@ -173,17 +173,35 @@ def _huber(z: np.ndarray) -> np.ndarray:
     return np.where(a <= HUBER, 0.5 * z * z, HUBER * a - 0.5 * HUBER * HUBER)
 
 
-class _Objective:
-    def __init__(self, engine: Engine, cases: Sequence[Case], params: Sequence[Parameter]) -> None:
-        self.engine, self.cases, self.params = engine, cases, params
+class Predictions:
+    """Predicted metrics per case and assumption vector, remembered: the leave-one-out fits walk
+    mostly the same grid points as the full fit, and a simulated load is the costly part."""
 
-    def predictions(self, values: Mapping[str, Sequence[float]]) -> list[list[dict[str, float | None]]]:
-        """Per case, per point: predicted metrics."""
-        return [predict_points(self.engine, c.resolved, c.keys, values) for c in self.cases]
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._memo: dict[tuple[int, tuple[tuple[str, float], ...]], dict[str, float | None]] = {}
+
+    def points(self, case: Case, values: Mapping[str, Sequence[float]], count: int) -> list[dict[str, float | None]]:
+        ids = sorted(values)
+        vectors = [tuple((i, float(values[i][k])) for i in ids) for k in range(count)]
+        key = id(case.resolved)  # the cases of one calibration live as long as this memo
+        missing = list(dict.fromkeys(v for v in vectors if (key, v) not in self._memo))
+        if missing:
+            group = {i: [dict(v)[i] for v in missing] for i in ids}
+            for vector, predicted in zip(missing, predict_points(self.engine, case.resolved, case.keys, group),
+                                         strict=True):
+                self._memo[(key, vector)] = predicted
+        return [self._memo[(key, v)] for v in vectors]
+
+
+class _Objective:
+    def __init__(self, predictions: Predictions, cases: Sequence[Case], params: Sequence[Parameter]) -> None:
+        self.source, self.cases, self.params = predictions, cases, params
 
     def losses(self, values: Mapping[str, Sequence[float]], count: int) -> np.ndarray:
         total = np.zeros(count)
-        for case, points in zip(self.cases, self.predictions(values), strict=True):
+        for case in self.cases:
+            points = self.source.points(case, values, count)
             for metric, measured in case.measured.items():
                 if metric not in case.keys:
                     continue
@@ -199,16 +217,19 @@ class _Objective:
         return total
 
 
-def fit(engine: Engine, cases: Sequence[Case], params: Sequence[Parameter]) -> list[Parameter]:
+def fit(engine: Engine | Predictions, cases: Sequence[Case], params: Sequence[Parameter]) -> list[Parameter]:
     """The parameters at the values that minimize the loss (see module doc)."""
     if not params or not cases:
         return list(params)
-    objective = _Objective(engine, cases, params)
+    source = engine if isinstance(engine, Predictions) else Predictions(engine)
+    objective = _Objective(source, cases, params)
     current = {p.id: p.default for p in params}
-    for _ in range(MAX_ROUNDS):
-        changed = False
-        for p in params:
-            for grid in (_grid(p, GRID, None), _grid(p, FINE, current[p.id])):
+    # coarse passes over the whole ranges until nothing moves, then fine passes around the best
+    for fine in (False, True):
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for p in params:
+                grid = _grid(p, FINE, current[p.id]) if fine else _grid(p, GRID, None)
                 candidates = sorted(set(grid) | {current[p.id], p.default})
                 values = {q.id: [current[q.id]] * len(candidates) for q in params}
                 values[p.id] = candidates
@@ -217,8 +238,8 @@ def fit(engine: Engine, cases: Sequence[Case], params: Sequence[Parameter]) -> l
                 if not math.isclose(best, current[p.id], rel_tol=1e-12):
                     current[p.id] = best
                     changed = True
-        if not changed:
-            break
+            if not changed:
+                break
     return [Parameter(p.id, p.title, p.unit, p.default, p.low, p.high, current[p.id]) for p in params]
 
 
@@ -240,14 +261,15 @@ def calibrate(engine: Engine, cases: Sequence[Case], *, leave_one_out: bool = Tr
     if not cases:
         raise InputError("calibrate: none of the measurements has a metric the estimate predicts")
     params, notes = candidate_parameters(engine, cases)
-    fitted = fit(engine, cases, params)
+    source = Predictions(engine)
+    fitted = fit(source, cases, params)
     before = [predict_points(engine, c.resolved, c.keys, {})[0] for c in cases]
     after = [predict_points(engine, c.resolved, c.keys, {p.id: [p.value] for p in fitted})[0] for c in cases]
     left_out: list[dict[str, float | None]] = [{} for _ in cases]
     if leave_one_out and 3 <= len(cases) <= MAX_LEAVE_ONE_OUT:
         for i, case in enumerate(cases):
             others = [c for j, c in enumerate(cases) if j != i]
-            loo = fit(engine, others, params)
+            loo = fit(source, others, params)
             left_out[i] = predict_points(engine, case.resolved, case.keys, {p.id: [p.value] for p in loo})[0]
     elif leave_one_out:
         notes.append(f"leave-one-out needs 3 to {MAX_LEAVE_ONE_OUT} measurements; {len(cases)} given")
