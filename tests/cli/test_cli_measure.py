@@ -62,6 +62,20 @@ def test_import_list_calibrate_and_apply(measured: Path, tmp_path: Path, capsys:
     assert code == 0 and "added calibration 'h100-sxm/vllm'" in out
 
 
+def test_import_json_names_what_was_stored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "p.gpuwb"
+    run_cli(capsys, "project", "new", str(project))
+    code, out, err = run_cli(capsys, "measure", "import", str(DATA / "trtllm_bench_report.json"), "--project",
+                             str(project), "--gpu", "h100-sxm", "--dtype", "fp8", "--weights", "fp8", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["added_scenario"] is True and doc["scenario"] == "measured trtllm_bench_report"
+    [item] = doc["imported"]
+    assert item["id"] == 1 and item["measurement"]["source_format"] == "trtllm-bench"
+    assert item["scenario"]["model"] == "llama-3.1-8b" and item["scenario"]["serving"]["engine"] == "tensorrt-llm"
+    assert (item["scenario"]["seq_len"], item["scenario"]["gen_len"]) == (128, 128)
+
+
 def test_the_text_report_of_a_fit(measured: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, "calibrate", "--project", str(measured), "--no-save")
     assert code == 0, err

@@ -78,6 +78,9 @@ def test_every_save_keeps_the_measurements(project: Path, capsys: pytest.Capture
     assert [m.measurement.record for m in found] == ["line 2", "line 3"]
     code, out, _ = run_cli(capsys, "measure", "list", "--project", str(project))
     assert code == 0 and "measurements.csv line 3" in out
+    code, out, err = run_cli(capsys, "measure", "remove", "1", "7", "--project", str(project))
+    assert code == 0 and "removed 1 measurement" in out and "1 of the ids were not" in err
+    assert [m.id for m in load_measurements(project)[0]] == [2]
 
 
 def test_a_damaged_row_is_skipped_not_fatal(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

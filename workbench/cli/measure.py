@@ -81,7 +81,14 @@ def _cmd_import(args: argparse.Namespace) -> int:
         new = prepared[0][1]
 
         def edit(p: Project) -> Project:
-            return Project.model_validate({**p.model_dump(), "scenarios": [*p.scenarios, new]})
+            from pydantic import ValidationError
+
+            from workbench.core.errors import describe_validation_error
+
+            try:  # another writer may have added a scenario of that name since the project was read
+                return Project.model_validate({**p.model_dump(), "scenarios": [*p.scenarios, new]})
+            except ValidationError as exc:
+                raise InputError(describe_validation_error(exc, project_path)) from None
 
     ids = store_import(project_path, base.name, prepared, edit)
     if args.json:
@@ -120,6 +127,19 @@ def _cmd_list(args: argparse.Namespace) -> int:
               f"{m.measurement.record}".rstrip())
         print(f"       {s.model}, {s.num_gpus} x {s.gpu}, TP {s.parallel.tp}, ISL/OSL {s.seq_len}/{s.gen_len}, "
               f"batch {s.batch_size}: {_metrics_text(m.measurement.metrics)}")
+    return 0
+
+
+def _cmd_remove(args: argparse.Namespace) -> int:
+    from workbench.store.measurements import remove_measurement_rows
+
+    project_path = _need_project(args)
+    removed = remove_measurement_rows(project_path, args.ids)
+    if removed != len(set(args.ids)):
+        # the save only happened if something matched; say which ids were not there
+        print(f"gpu-workbench: note: {len(set(args.ids)) - removed} of the ids were not in {project_path}",
+              file=sys.stderr)
+    print(f"removed {removed} measurement{'s' if removed != 1 else ''} from {project_path}")
     return 0
 
 
@@ -236,6 +256,11 @@ def add_measure_commands(sub: Any, parser_class: type, add_scenario_flags: Any) 
     lst.add_argument("--scenario", metavar="NAME", help="only this scenario's measurements")
     lst.add_argument("--json", action="store_true", help="one JSON document on stdout")
     lst.set_defaults(handler=_cmd_list)
+
+    rem = commands.add_parser("remove", help="delete measurements by id (see `measure list`)")
+    rem.add_argument("ids", metavar="ID", type=int, nargs="+", help="measurement ids")
+    rem.add_argument("--project", metavar="FILE", help="the project file")
+    rem.set_defaults(handler=_cmd_remove)
 
     cal = sub.add_parser(
         "calibrate", help="fit the efficiency assumptions to a project's measurements of one GPU + engine",

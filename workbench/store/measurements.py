@@ -57,12 +57,13 @@ def add_measurement_rows(path: str | Path, rows: Sequence[Mapping[str, Any]],
 
 
 def remove_measurement_rows(path: str | Path, ids: Sequence[int]) -> int:
-    """Delete measurements by id; returns how many were there."""
+    """Delete measurements by id; returns how many were there (nothing is written if none)."""
     with writing(path, WRITE_WAIT_S):
         project = open_project(path)
         existing = read_rows(path, "measurements")
         kept = [row for row in existing if row.get("id") not in set(ids)]
-        save_project(project, path, estimates=load_estimates(path), carried={"measurements": kept})
+        if len(kept) != len(existing):
+            save_project(project, path, estimates=load_estimates(path), carried={"measurements": kept})
     return len(existing) - len(kept)
 
 
