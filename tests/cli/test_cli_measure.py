@@ -104,3 +104,26 @@ def test_calibration_mistakes_are_one_line(measured: Path, tmp_path: Path, capsy
                           "not a calibration profile")
     assert_one_line_error(*run_cli(capsys, "estimate", "--model", "llama-3.1-8b", "--project", str(measured),
                                    "--scenario", "serve-8b", "--calibration", "nope"), "calibrations: h100-sxm/vllm")
+
+
+def test_the_readme_loop_on_the_published_mlperf_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's example: NVIDIA's MLPerf Inference v4.1 DGX-H100 Llama 2 70B Offline summary,
+    with I1's layout from docs/validation.md; the error before calibration is I1's (-4.7%)."""
+    project = tmp_path / "plan.gpuwb"
+    run_cli(capsys, "project", "new", str(project))
+    summary = DATA / "mlperf" / "DGX-H100_H100-SXM-80GBx8_TRT" / "llama2-70b-99.9" / "Offline" / "mlperf_log_summary.txt"
+    code, out, err = run_cli(capsys, "measure", "import", str(summary), "--project", str(project), "--scenario",
+                             "llama2-70b-offline", "--model", "llama-2-70b", "--tp", "2", "--batch", "896",
+                             "--seq-len", "300", "--dtype", "fp8", "--weights", "fp8", "--kv-dtype", "fp8",
+                             "--batching", "chunked")
+    assert code == 0, err
+    assert "8 x h100-sxm" in out  # from the system folder's name
+    code, out, err = run_cli(capsys, "calibrate", "--project", str(project), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    [tokens] = [r for r in doc["residuals"] if r["metric"] == "output_tokens_per_s"]
+    assert tokens["measured"] == 24524.9 and tokens["error_before"] == pytest.approx(-0.047, abs=0.002)
+    assert doc["assumptions"] == {}  # one measurement within the noise of a run moves nothing
+    code, out, err = run_cli(capsys, "estimate", "--project", str(project), "--scenario", "llama2-70b-offline",
+                             "--calibration", "h100-sxm/generic")
+    assert code == 0 and out.startswith("calibrated on 1 measurement ("), err

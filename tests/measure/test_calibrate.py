@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -41,6 +42,15 @@ def _published_case(ident: str, isl: int, osl: int, measured: float) -> Case:
     resolved = resolve_scenario(Scenario(batch_size=int(min(capacity, 4096)), **fields))
     metrics = {"output_tokens_per_s": float(measured)}
     return Case(ident, resolved, metrics, comparable(metrics, resolved))
+
+
+def test_the_rows_come_from_a_fit_source() -> None:
+    """The split is recorded per source in tests/data/published_speed: this one must be on the fit side."""
+    import yaml
+
+    data = yaml.safe_load((Path(__file__).parents[1] / "data" / "published_speed" / "measurements.yaml").read_text())
+    [source] = [s for s in data["sources"] if s["id"] == "trtllm-perf-overview-v1.0"]
+    assert source["split"] == "fit" and "00f37686" in source["cite"]
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
-from workbench.measure.model import Measurement
+from workbench.measure.model import METRICS, Measurement
 from workbench.measure.scenario_match import check_resolves, scenario_for
 
 PAYLOAD_VERSION = 1
@@ -45,6 +45,7 @@ class StoredMeasurement:
             "scenario_name": self.scenario_name,
             "imported": self.imported,
             "measurement": self.measurement.model_dump(mode="json"),
+            "metric_units": {key: METRICS[key].unit for key in self.measurement.metrics},
             "scenario": self.scenario.model_dump(mode="json"),
         }
 
