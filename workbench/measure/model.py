@@ -54,11 +54,10 @@ class Measurement(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_version: Literal[1] = 1
-    source_format: SourceFormat
-    file_name: str = Field(max_length=4096)
-    #: which record of the file (a CSV row, a JSONL line, a log's step range)
-    record: str = Field("", max_length=200)
+    schema_version: Literal[1] = Field(1, description="Format version of this payload.")
+    source_format: SourceFormat = Field(description="The tool whose result file this was read from.")
+    file_name: str = Field(max_length=4096, description="Name of the result file.")
+    record: str = Field("", max_length=200, description="Which record of the file: a CSV line, a run, a log's steps.")
     # --- the scenario the file implies (None: the file does not say) ---
     model: str | None = Field(None, max_length=512, description="model as the file names it")
     gpu: str | None = Field(None, max_length=200, description="catalog accelerator id")
@@ -70,9 +69,8 @@ class Measurement(BaseModel):
     concurrency: float | None = Field(None, gt=0, description="requests in flight (max concurrency)")
     request_rate: float | None = Field(None, gt=0, description="offered requests/s (None: all at once)")
     engine: str | None = Field(None, max_length=100, description="serving engine or trainer")
-    workload: Literal["serving", "training"] = "serving"
-    # --- what was measured, canonical units (see METRICS) ---
-    metrics: dict[str, float]
+    workload: Literal["serving", "training"] = Field("serving", description="What the run measured.")
+    metrics: dict[str, float] = Field(description="Measured values by metric id, in the units METRICS gives.")
 
     @field_validator("metrics")
     @classmethod

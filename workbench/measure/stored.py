@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from workbench.core.project import Project
 from workbench.core.scenario import Scenario
@@ -27,8 +27,8 @@ PAYLOAD_VERSION = 1
 class MeasurementPayload(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    measurement: Measurement
-    scenario: Scenario
+    measurement: Measurement = Field(description="What the result file states and measured.")
+    scenario: Scenario = Field(description="The scenario the measurement is compared with.")
 
 
 @dataclass(frozen=True, slots=True)
