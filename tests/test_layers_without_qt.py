@@ -10,7 +10,8 @@ import subprocess
 import sys
 import textwrap
 
-QT_FREE_PACKAGES = ["workbench.core", "workbench.catalog", "workbench.engine", "workbench.pluginhost", "workbench.store"]
+QT_FREE_PACKAGES = ["workbench.core", "workbench.catalog", "workbench.engine", "workbench.pluginhost", "workbench.store",
+                    "workbench.measure"]
 
 CHILD = textwrap.dedent(
     """

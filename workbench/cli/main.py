@@ -258,10 +258,15 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from workbench.explain import render
     from workbench.pluginhost import default_engine
 
-    estimate = default_engine().run(_resolved_from_args(args))
+    from workbench.cli.measure import calibrated
+
+    resolved, calibration = calibrated(args, _resolved_from_args(args))
+    estimate = default_engine().run(resolved)
     if args.json:
-        _emit_json(estimate.to_json(explain=True))
+        _emit_json({**estimate.to_json(explain=True), **({"calibration": calibration} if calibration else {})})
     else:
+        if calibration:
+            print(f"{calibration['mark']} (profile '{calibration['name']}')")
         print(render(estimate, explain=args.explain))
     return 0
 
@@ -467,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_scenario_flags(est)
     est.add_argument("--json", action="store_true", help="one JSON document on stdout (see README)")
     est.add_argument("--explain", action="store_true", help="print every formula and assumption")
+    est.add_argument("--calibration", metavar="FILE|NAME", help="apply a calibration profile (YAML file, or with "
+                     "--project a profile saved in the project); the estimate is marked calibrated")
     est.set_defaults(handler=_cmd_estimate)
 
     sweep = sub.add_parser("sweep", help="estimate every combination of varied fields")
@@ -497,6 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli.report import add_report_command
 
     add_report_command(sub, add_scenario_flags)
+
+    from workbench.cli.measure import add_measure_commands
+
+    add_measure_commands(sub, _Parser, add_scenario_flags)
 
     from workbench.cli.compare import add_compare_commands
 

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,13 @@ from workbench.store.files import (
     remove_temp_file,
     sqlite_reason,
 )
-from workbench.store.schema import APPLICATION_ID, FORMAT_VERSION, migrations, schema_problem
+from workbench.store.schema import (
+    APPLICATION_ID,
+    CARRIED_TABLES,
+    FORMAT_VERSION,
+    migrations,
+    schema_problem,
+)
 
 SUFFIX = ".gpuwb"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -57,13 +63,18 @@ class ProjectFileError(InputError):
 
 
 def save_project(project: Project, path: str | Path, *, touch: bool = True,
-                 estimates: Mapping[str, tuple[str, str]] | None = None) -> Project:
+                 estimates: Mapping[str, tuple[str, str]] | None = None,
+                 carried: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Project:
     """Write ``project`` to ``path`` atomically; returns the project with its ``modified`` time.
 
     ``estimates`` (scenario name -> (input hash, estimate JSON)) are cached results written in the
     same atomic file (see :mod:`workbench.store.estimate_cache`); entries for scenarios the project
     does not hold are dropped. The new file is read back and checked before it replaces the old
     one; any failure (a full disk included) leaves the old file byte for byte as it was.
+
+    ``carried`` (table -> rows) replaces the tables of :data:`~workbench.store.schema.CARRIED_TABLES`
+    (measurements, calibration profiles); a table it does not name is copied from the file being
+    replaced, so a save that knows nothing of them (the window's) never drops them.
     """
     target = Path(path)
     if target.is_symlink():
@@ -73,14 +84,16 @@ def save_project(project: Project, path: str | Path, *, touch: bool = True,
     directory = target.parent if str(target.parent) else Path(".")
     existed = _check_save_target(target, directory)
     remove_stale_temp_files(target)
+    tables = {**(_carried_from(target) if existed else {}), **(carried or {})}
     unchanged = "the previous file is unchanged" if existed else "nothing was written"
     tmp: Path | None = None
     try:
         tmp = new_temp_file(target)
         _write_database(project, tmp, estimates or {})
+        _write_carried(tmp, tables)
         with open(tmp, "rb+") as handle:
             os.fsync(handle.fileno())
-        _verify(project, tmp, target)
+        _verify(project, tmp, target, {t: len(rows) for t, rows in tables.items()})
         os.chmod(tmp, _file_mode(target))
         os.replace(tmp, target)
         tmp = None
@@ -136,7 +149,23 @@ def read_only_reason(path: str | Path) -> str | None:
     return None
 
 
-def _verify(project: Project, written: Path, target: Path) -> None:
+def _carried_from(target: Path) -> dict[str, list[dict[str, Any]]]:
+    """The carried tables of the file a save replaces; none if it is not a readable project (a
+    damaged file is replaced as before: there is nothing in it a save could keep)."""
+    try:
+        conn = load_database(target)
+    except ProjectFileError:
+        return {}
+    try:
+        db = Database(conn)
+        return {table: [dict(row) for row in db[table].rows] for table in CARRIED_TABLES}
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+
+
+def _verify(project: Project, written: Path, target: Path, carried: Mapping[str, int]) -> None:
     """Read the new file back before it replaces anything: a short write must not win."""
     try:
         conn = load_database(written)
@@ -144,11 +173,11 @@ def _verify(project: Project, written: Path, target: Path) -> None:
         raise OSError(errno.EIO, "the new file did not read back intact") from None
     try:
         counts = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                  for t in ("models", "accelerators", "scenarios", "comparisons")}
+                  for t in ("models", "accelerators", "scenarios", "comparisons", *carried)}
     finally:
         conn.close()
     expected = {"models": len(project.models), "accelerators": len(project.accelerators),
-                "scenarios": len(project.scenarios), "comparisons": len(project.comparisons)}
+                "scenarios": len(project.scenarios), "comparisons": len(project.comparisons), **carried}
     if counts != expected:
         raise OSError(errno.EIO, "the new file did not read back intact")
 
@@ -174,6 +203,25 @@ def _fsync_directory(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _write_carried(file: Path, carried: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Add the carried tables' rows to a database :func:`_write_database` has just written."""
+    if not any(carried.values()):
+        return
+    conn = sqlite3.connect(file)
+    try:
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        conn.execute("PRAGMA synchronous = OFF")
+        db = Database(conn)
+        with db.atomic():
+            for table, rows in carried.items():
+                if table not in CARRIED_TABLES:
+                    raise ValueError(f"table '{table}' is not one a save carries")
+                db[table].insert_all(dict(row) for row in rows)
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def _write_database(project: Project, file: Path, estimates: Mapping[str, tuple[str, str]]) -> None:

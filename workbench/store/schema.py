@@ -15,8 +15,9 @@ from sqlite_utils import Database, Migrations
 
 #: "GPWB" as a big-endian int: marks a SQLite file as a workbench project.
 APPLICATION_ID = 0x47505742
-#: Bumped by every migration step that changes what a file holds.
-FORMAT_VERSION = 1
+#: Bumped by every migration step that changes what a file holds. 2: measurements and
+#: calibration profiles (a workbench reading format 1 would drop them on its next save).
+FORMAT_VERSION = 2
 
 migrations = Migrations("workbench_project")
 
@@ -48,6 +49,33 @@ def _initial(db: Database) -> None:
     db["estimates"].create(
         {"scenario": str, "input_hash": str, "app_version": str, "payload_json": str}, pk="scenario"
     )
+
+
+@migrations(name="0002_measurements_and_calibrations")
+def _measurements(db: Database) -> None:
+    # One row per imported measurement, tied to a scenario by name; payload_json holds the
+    # measurement and the scenario it is compared with (see workbench.measure.stored).
+    db["measurements"].create(
+        {
+            "id": int,
+            "scenario": str,
+            "source_format": str,
+            "file_name": str,
+            "imported": str,
+            "schema_version": int,
+            "payload_json": str,
+        },
+        pk="id",
+    )
+    db["measurements"].create_index(["scenario"])
+    db["calibrations"].create(
+        {"name": str, "created": str, "schema_version": int, "payload_json": str}, pk="name"
+    )
+
+
+#: Tables a save carries over from the file it replaces when the caller does not give them:
+#: data the Project model does not hold (see workbench.store.measurements).
+CARRIED_TABLES = ("measurements", "calibrations")
 
 
 @functools.cache
