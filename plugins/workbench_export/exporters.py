@@ -108,7 +108,7 @@ class MegatronExporter:
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)
         notes = Notes()
-        argv = [*megatron.launcher(resolved), megatron.SCRIPT, *megatron.arguments(resolved, notes)]
+        argv = [*megatron.launcher(resolved, notes), megatron.SCRIPT, *megatron.arguments(resolved, notes)]
         return {"train.sh": _training_script(self.info, megatron, resolved, estimate, notes, shell.command(argv))}
 
 

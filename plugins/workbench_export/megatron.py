@@ -15,12 +15,13 @@ SOURCE = "NVIDIA/Megatron-LM@23e00ed0963c35382dfe8a5a94fb3cda4d21e133:megatron/t
 SCRIPT = "pretrain_gpt.py"
 
 
-def launcher(resolved: ResolvedScenario) -> list[str]:
+def launcher(resolved: ResolvedScenario, notes: Notes) -> list[str]:
     n = nodes(resolved)
     per_node = min(resolved.scenario.num_gpus, resolved.cluster.node.gpus_per_node)
     argv = ["torchrun", "--nproc-per-node", str(per_node), "--nnodes", str(n)]
     if n > 1:
         argv += ["--node-rank", "${NODE_RANK}", "--master-addr", "${MASTER_ADDR}", "--master-port", "6000"]
+        notes.add(f"{n} nodes: run this on each node with NODE_RANK (0 to {n - 1}) and MASTER_ADDR (node 0) set")
     return argv
 
 
