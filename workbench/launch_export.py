@@ -64,8 +64,9 @@ def write(files: dict[str, str], target: Path) -> list[Path]:
     """One file: written at ``target``. Several: ``target`` is a folder (made if missing) that
     receives each by name. Every file is written atomically; returns the paths written."""
     if len(files) == 1:
-        (text,) = files.values()
-        atomic_write.write_text(target, text, verify=_verifier(target.name), what="the export")
+        ((name, text),) = files.items()
+        # The check follows what the text is (the exporter's name for it), not what the user named it.
+        atomic_write.write_text(target, text, verify=_verifier(name), what="the export")
         return [target]
     if target.exists() and not target.is_dir():
         raise InputError(f"{target}: the export has {len(files)} files ({', '.join(files)}); "
