@@ -31,6 +31,8 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
         notes.add("dtype=fp8: SGLang computes in fp8 through --quantization fp8; activations stay bfloat16")
     if s.kv_cache_dtype is DType.FP8:
         argv += ["--kv-cache-dtype", "fp8_e4m3"]
+    elif plan.kv_differs and s.kv_cache_dtype is DType.BF16:
+        argv += ["--kv-cache-dtype", "bfloat16"]
     elif plan.kv_differs:
         notes.add(f"kv_dtype={s.kv_cache_dtype.value}: SGLang keeps the KV cache in the model dtype (auto)")
     weights = s.weight_format

@@ -15,6 +15,8 @@ SOURCE = "vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine
 PORT = 8000
 HEALTH = "/health"
 IMAGE = "vllm/vllm-openai:v0.11.0"
+#: CacheConfig's BlockSize (vllm/config/cache.py); CUDA takes up to 32.
+BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
 
 
 def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
@@ -31,8 +33,12 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
     argv += ["--max-model-len", str(plan.max_model_len),
              "--max-num-seqs", str(plan.max_sequences),
              "--gpu-memory-utilization", f"{plan.memory_fraction:g}",
-             "--block-size", str(plan.block_size),
              "--dtype", dtype_name(s.dtype)]
+    if plan.block_size in BLOCK_SIZES:
+        argv += ["--block-size", str(plan.block_size)]
+    else:
+        notes.add(f"kv_block_size={plan.block_size}: vLLM's block size is one of "
+                  f"{', '.join(map(str, BLOCK_SIZES))}; left to vLLM's default")
     if s.dtype is DType.FP8:
         notes.add("dtype=fp8: vLLM computes in fp8 through --quantization fp8; activations stay bfloat16")
     if s.kv_cache_dtype is DType.FP8:

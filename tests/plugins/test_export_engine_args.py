@@ -126,7 +126,10 @@ def expected_serving(r: ResolvedScenario) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", SERVING)
 def test_vllm_command_uses_documented_flags_and_round_trips(case: str) -> None:
-    r = resolved(**SERVING[case])
+    check_vllm(resolved(**SERVING[case]))
+
+
+def check_vllm(r: ResolvedScenario) -> None:
     files = EXPORTERS["vllm"].export(r, None)
     (serve,) = commands(files["serve.sh"])
     args = parse("vllm", serve)
@@ -156,7 +159,10 @@ def test_vllm_command_uses_documented_flags_and_round_trips(case: str) -> None:
 
 @pytest.mark.parametrize("case", SERVING)
 def test_sglang_command_uses_documented_flags_and_round_trips(case: str) -> None:
-    r = resolved(**SERVING[case])
+    check_sglang(resolved(**SERVING[case]))
+
+
+def check_sglang(r: ResolvedScenario) -> None:
     (serve,) = commands(EXPORTERS["sglang"].export(r, None)["serve.sh"])
     args = parse("sglang", serve)
     want, s = expected_serving(r), r.scenario
@@ -168,7 +174,8 @@ def test_sglang_command_uses_documented_flags_and_round_trips(case: str) -> None
     assert float(args.mem_fraction_static) == pytest.approx(want["fraction"])
     assert int(args.page_size) == want["block"]
     assert int(args.chunked_prefill_size) == (want["step"] if want["chunked"] else -1)
-    assert args.kv_cache_dtype == ("fp8_e4m3" if s.kv_cache_dtype.value == "fp8" else None)
+    kv = s.kv_cache_dtype.value if s.kv_cache_dtype.value == "fp8" or s.kv_cache_dtype is not s.dtype else None
+    assert args.kv_cache_dtype == {"fp8": "fp8_e4m3", "bf16": "bfloat16"}.get(kv)
     assert args.quantization == {"fp8": "fp8", "nf4": "bitsandbytes"}.get(s.weight_format.value)
     if s.serving.speculative_draft_params is not None:
         k = s.serving.speculative_tokens
@@ -178,7 +185,10 @@ def test_sglang_command_uses_documented_flags_and_round_trips(case: str) -> None
 
 @pytest.mark.parametrize("case", SERVING)
 def test_trtllm_command_and_yaml_use_documented_names_and_round_trip(case: str) -> None:
-    r = resolved(**SERVING[case])
+    check_trtllm(resolved(**SERVING[case]))
+
+
+def check_trtllm(r: ResolvedScenario) -> None:
     files = EXPORTERS["trtllm"].export(r, None)
     (serve,) = commands(files["serve.sh"])
     args = parse("tensorrt-llm", serve)
@@ -213,7 +223,10 @@ def test_trtllm_command_and_yaml_use_documented_names_and_round_trip(case: str) 
 @pytest.mark.parametrize("exporter", ["vllm", "sglang", "trtllm"])
 @pytest.mark.parametrize("case", SERVING)
 def test_benchmark_command_checks_the_plans_load(exporter: str, case: str) -> None:
-    r = resolved(**SERVING[case])
+    check_bench(resolved(**SERVING[case]), exporter)
+
+
+def check_bench(r: ResolvedScenario, exporter: str) -> None:
     files = EXPORTERS[exporter].export(r, None)
     (bench,) = commands(files["bench.sh"])
     args = parse("vllm-bench", bench)

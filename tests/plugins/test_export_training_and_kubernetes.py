@@ -15,6 +15,7 @@ import yaml
 from test_export_engine_args import EXPORTERS, commands, documented, parse, resolved
 
 from workbench.core.errors import InputError
+from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Offload, Recompute
 from workbench_export import megatron
 
@@ -59,7 +60,10 @@ def _global(s: Any) -> int:
 
 @pytest.mark.parametrize("case", TRAINING)
 def test_deepspeed_config_keys_are_documented_and_round_trip(case: str) -> None:
-    r = resolved(**TRAINING[case])
+    check_deepspeed(resolved(**TRAINING[case]))
+
+
+def check_deepspeed(r: ResolvedScenario) -> None:
     files = EXPORTERS["deepspeed"].export(r, None)
     doc = json.loads(files["ds_config.json"])
     assert _paths(doc, stop=("optimizer.params",)) <= set(documented("deepspeed")["keys"])
@@ -85,7 +89,10 @@ def test_deepspeed_config_keys_are_documented_and_round_trip(case: str) -> None:
 
 @pytest.mark.parametrize("case", TRAINING)
 def test_megatron_arguments_are_documented_and_round_trip(case: str) -> None:
-    r = resolved(**TRAINING[case])
+    check_megatron(resolved(**TRAINING[case]))
+
+
+def check_megatron(r: ResolvedScenario) -> None:
     (command,) = commands(EXPORTERS["megatron"].export(r, None)["train.sh"])
     script = command.index(megatron.SCRIPT)
     assert command[0] == "torchrun"
@@ -120,7 +127,10 @@ def test_megatron_arguments_are_documented_and_round_trip(case: str) -> None:
 
 @pytest.mark.parametrize("case", TRAINING)
 def test_torchtitan_toml_keys_are_documented_and_round_trip(case: str) -> None:
-    r = resolved(**TRAINING[case])
+    check_torchtitan(resolved(**TRAINING[case]))
+
+
+def check_torchtitan(r: ResolvedScenario) -> None:
     doc = tomllib.loads(EXPORTERS["torchtitan"].export(r, None)["train.toml"])
     leaves = {path for path in _paths(doc) if path.count(".") >= 1}
     assert leaves <= set(documented("torchtitan")["keys"])
@@ -142,7 +152,10 @@ def test_torchtitan_toml_keys_are_documented_and_round_trip(case: str) -> None:
 
 @pytest.mark.parametrize("case", TRAINING)
 def test_accelerate_fsdp_config_keys_are_documented_and_round_trip(case: str) -> None:
-    r = resolved(**TRAINING[case])
+    check_accelerate(resolved(**TRAINING[case]))
+
+
+def check_accelerate(r: ResolvedScenario) -> None:
     text = EXPORTERS["accelerate-fsdp"].export(r, None)["accelerate_fsdp.yaml"]
     doc = yaml.safe_load(text)
     assert _paths(doc) <= set(documented("accelerate")["keys"])
@@ -189,7 +202,10 @@ SERVING_K8S = {
 
 @pytest.mark.parametrize("case", SERVING_K8S)
 def test_kubernetes_manifest_uses_api_fields_and_round_trips(case: str) -> None:
-    r = resolved(**SERVING_K8S[case])
+    check_kubernetes(resolved(**SERVING_K8S[case]))
+
+
+def check_kubernetes(r: ResolvedScenario) -> None:
     docs = list(yaml.safe_load_all(EXPORTERS["kubernetes"].export(r, None)["manifest.yaml"]))
     api = documented("kubernetes")
     roots = {key.split()[-1]: struct for key, struct in api["roots"].items()}
@@ -197,11 +213,13 @@ def test_kubernetes_manifest_uses_api_fields_and_round_trips(case: str) -> None:
         _check_k8s(doc, roots[doc["kind"]], api["structs"], doc["kind"])
     s, p = r.scenario, r.scenario.parallel
     engine = s.serving.engine.value
+    nvidia = r.cluster.accelerator.vendor.value == "nvidia"
+    resource = "nvidia.com/gpu" if nvidia else "amd.com/gpu"
     workload = next(d for d in docs if d["kind"] in ("Deployment", "LeaderWorkerSet"))
     if workload["kind"] == "Deployment":
         pods = [workload["spec"]["template"]["spec"]]
         replicas = workload["spec"]["replicas"]
-        per_pod = pods[0]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        per_pod = pods[0]["containers"][0]["resources"]["limits"][resource]
         assert replicas * per_pod == p.world_size
         argv = pods[0]["containers"][0]["command"]
     else:
@@ -210,7 +228,7 @@ def test_kubernetes_manifest_uses_api_fields_and_round_trips(case: str) -> None:
         assert template["size"] == nodes > 1
         pods = [template["leaderTemplate"]["spec"], template["workerTemplate"]["spec"]]
         for pod in pods:
-            assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == r.cluster.node.gpus_per_node
+            assert pod["containers"][0]["resources"]["limits"][resource] == r.cluster.node.gpus_per_node
         shell_line = pods[0]["containers"][0]["command"][2]
         argv = shlex.split(shell_line.split("&&")[-1])
     data = {"generic": "vllm", "vllm": "vllm", "sglang": "sglang", "tensorrt-llm": "tensorrt-llm"}[engine]
@@ -221,7 +239,7 @@ def test_kubernetes_manifest_uses_api_fields_and_round_trips(case: str) -> None:
         mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
         volumes = {v["name"]: v for v in pod["volumes"]}
         assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
-        assert "nvidia.com/gpu.product" in pod["nodeSelector"]
+        assert ("nvidia.com/gpu.product" in pod.get("nodeSelector", {})) is nvidia
     server = pods[0]["containers"][0]
     for probe in ("readinessProbe", "livenessProbe"):
         assert server[probe]["httpGet"]["path"] == "/health"
