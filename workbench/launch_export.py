@@ -37,13 +37,19 @@ def applies(exporter: Any, resolved: ResolvedScenario) -> bool:
     return resolved.scenario.workload in exporter.info.workloads
 
 
-def run(exporter: Any, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
-    """The exporter's files for ``resolved``, checked."""
-    info = exporter.info
+def require_applicable(exporter: Any, resolved: ResolvedScenario) -> None:
+    """An :class:`InputError` line when the format is for the other kind of workload."""
     if not applies(exporter, resolved):
+        info = exporter.info
         kinds = ", ".join(w.value for w in info.workloads)
         raise InputError(f"export {info.id}: {info.title} is for {kinds} scenarios; "
                          f"this one is {resolved.scenario.workload.value}")
+
+
+def run(exporter: Any, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
+    """The exporter's files for ``resolved``, checked."""
+    info = exporter.info
+    require_applicable(exporter, resolved)
     try:
         files = exporter.export(resolved, estimate)
     except InputError:

@@ -44,8 +44,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from workbench.pluginhost import default_engine
 
     resolved = _resolved_from_args(args)
-    if not launch_export.applies(exporter, resolved):
-        launch_export.run(exporter, resolved, None)  # raises the one-line mistake
+    launch_export.require_applicable(exporter, resolved)  # before the estimate runs
     files = launch_export.run(exporter, resolved, default_engine().run(resolved))
     if args.output:
         for path in launch_export.write(files, Path(args.output)):
