@@ -86,6 +86,14 @@ class ServingPlan:
         return self.batching is Batching.CHUNKED
 
     @property
+    def step_budget(self) -> int:
+        """Tokens one scheduler step may carry: the chunk when chunking (never fewer than the
+        running sequences, one token each), else a whole prompt of the plan's longest length."""
+        if self.chunked:
+            return max(self.step_tokens, self.max_sequences)
+        return max(self.max_model_len, self.max_sequences)
+
+    @property
     def kv_differs(self) -> bool:
         return self.scenario.kv_cache_dtype is not self.scenario.dtype
 

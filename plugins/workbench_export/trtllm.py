@@ -30,7 +30,7 @@ def server_argv(plan: ServingPlan, notes: Notes, extra_path: str = EXTRA_FILE) -
         notes.add(f"dp={plan.dp}: trtllm-serve runs one TP x PP group; start {plan.dp} servers behind a load "
                   "balancer (the Kubernetes export sets replicas)")
     argv += ["--max_batch_size", str(plan.max_sequences),
-             "--max_num_tokens", str(plan.step_tokens if plan.chunked else max(plan.step_tokens, plan.max_model_len)),
+             "--max_num_tokens", str(plan.step_budget),
              "--max_seq_len", str(plan.max_model_len),
              "--kv_cache_free_gpu_memory_fraction", f"{plan.memory_fraction:g}"]
     if plan.chunked:

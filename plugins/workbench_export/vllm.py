@@ -52,14 +52,10 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
         argv += ["--quantization", "bitsandbytes"]
     elif weights.is_quantized:
         notes.add(weight_note(weights))
-    if plan.chunked:
-        argv += ["--enable-chunked-prefill", "--max-num-batched-tokens", str(plan.step_tokens)]
-    else:
-        # Without chunking a whole prompt must fit one step's token budget.
-        argv += ["--no-enable-chunked-prefill",
-                 "--max-num-batched-tokens", str(max(plan.step_tokens, plan.max_model_len))]
-        if plan.batching is Batching.STATIC:
-            notes.add("batching=static: vLLM always batches continuously (new requests join between steps)")
+    argv += ["--enable-chunked-prefill" if plan.chunked else "--no-enable-chunked-prefill",
+             "--max-num-batched-tokens", str(plan.step_budget)]
+    if plan.batching is Batching.STATIC:
+        notes.add("batching=static: vLLM always batches continuously (new requests join between steps)")
     if plan.draft_params is not None:
         spec = {"model": DRAFT_MODEL, "num_speculative_tokens": s.serving.speculative_tokens}
         argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]

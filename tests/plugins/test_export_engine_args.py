@@ -143,8 +143,9 @@ def check_vllm(r: ResolvedScenario) -> None:
     assert float(args.gpu_memory_utilization) == pytest.approx(want["fraction"])
     assert int(args.block_size) == want["block"]
     assert args.enable_chunked_prefill is want["chunked"]
+    # A step's token budget: the chunk (at least one token per running sequence), or a whole prompt.
     step = int(args.max_num_batched_tokens)
-    assert step == (want["step"] if want["chunked"] else max(want["step"], want["max_len"]))
+    assert step == (max(want["step"], want["max_seqs"]) if want["chunked"] else max(want["max_len"], want["max_seqs"]))
     assert args.dtype == {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[s.dtype.value]
     assert args.kv_cache_dtype == ("fp8" if s.kv_cache_dtype.value == "fp8" else None)
     assert args.quantization == {"fp8": "fp8", "nf4": "bitsandbytes"}.get(s.weight_format.value)
@@ -198,6 +199,8 @@ def check_trtllm(r: ResolvedScenario) -> None:
     assert int(args.ep_size or 1) == want["ep"]
     assert int(args.max_batch_size) == want["max_seqs"]
     assert int(args.max_seq_len) == want["max_len"]
+    assert int(args.max_num_tokens) == (max(want["step"], want["max_seqs"]) if want["chunked"]
+                                        else max(want["max_len"], want["max_seqs"]))
     assert float(args.kv_cache_free_gpu_memory_fraction) == pytest.approx(want["fraction"])
     assert args.enable_chunked_prefill is want["chunked"]
     assert args.extra_llm_api_options == "extra_llm_api_options.yaml"
