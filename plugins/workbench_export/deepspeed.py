@@ -11,7 +11,7 @@ from typing import Any
 from workbench.core.dtypes import DType
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Offload, Optimizer, Recompute
-from workbench_export.plan import Notes
+from workbench_export.plan import Notes, header
 from workbench_export.training import global_batch, method_notes
 
 ENGINE = "DeepSpeed"
@@ -80,8 +80,6 @@ def config(resolved: ResolvedScenario, notes: Notes) -> dict[str, Any]:
 def render(resolved: ResolvedScenario, expected: list[str]) -> dict[str, str]:
     notes = Notes()
     doc = config(resolved, notes)
-    from workbench_export.plan import header
-
     text = header("DeepSpeed config notes", resolved, ENGINE, VERSION, SOURCE, prefix="")
     if expected:
         text += "The plan expects: " + ", ".join(expected) + "\n"

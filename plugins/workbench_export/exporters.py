@@ -9,7 +9,18 @@ import yaml
 from workbench.core.errors import InputError
 from workbench.core.exporter import SERVING, TRAINING, ExporterInfo
 from workbench.core.resolved import ResolvedScenario
-from workbench_export import accelerate, bench, deepspeed, kubernetes, megatron, sglang, shell, torchtitan, trtllm, vllm
+from workbench_export import (
+    accelerate,
+    bench,
+    deepspeed,
+    kubernetes,
+    megatron,
+    sglang,
+    shell,
+    torchtitan,
+    trtllm,
+    vllm,
+)
 from workbench_export.plan import Notes, expected_serving, expected_training, header, serving_plan
 
 
