@@ -57,7 +57,7 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
     if plan.batching is Batching.STATIC:
         notes.add("batching=static: vLLM always batches continuously (new requests join between steps)")
     if plan.draft_params is not None:
-        spec = {"model": DRAFT_MODEL, "num_speculative_tokens": s.serving.speculative_tokens}
+        spec = {"method": "draft_model", "model": DRAFT_MODEL, "num_speculative_tokens": s.serving.speculative_tokens}
         argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     if s.images_per_request:
         argv += ["--limit-mm-per-prompt", json.dumps({"image": s.images_per_request}, separators=(",", ":"))]

@@ -152,8 +152,10 @@ def check_vllm(r: ResolvedScenario) -> None:
     if s.serving.speculative_draft_params is None:
         assert args.speculative_config is None
     else:
-        assert json.loads(args.speculative_config) == {
-            "model": DRAFT_MODEL, "num_speculative_tokens": s.serving.speculative_tokens}
+        spec = json.loads(args.speculative_config)
+        assert set(spec) <= set(documented("vllm")["speculative_config_keys"])
+        assert spec["method"] in documented("vllm")["speculative_methods"]
+        assert (spec["model"], spec["num_speculative_tokens"]) == (DRAFT_MODEL, s.serving.speculative_tokens)
     if s.images_per_request:
         assert json.loads(args.limit_mm_per_prompt) == {"image": s.images_per_request}
 
