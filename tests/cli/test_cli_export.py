@@ -71,3 +71,15 @@ def test_the_readme_quotes_a_real_export_word_for_word(capsys: pytest.CaptureFix
     code, out, err = run_cli(capsys, *shlex.split(command)[2:])
     assert code == 0, err
     assert out == quoted
+
+
+def test_a_projects_scenario_exports_with_its_saved_engine(capsys: pytest.CaptureFixture[str],
+                                                           tmp_path: Path) -> None:
+    project = tmp_path / "plan.gpuwb"
+    assert run_cli(capsys, "project", "new", str(project))[0] == 0
+    code, _, err = run_cli(capsys, "project", "add-scenario", str(project), "--name", "chat", *SERVING,
+                           "--engine", "sglang", "--max-running", "4")
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "export", "--to", "sglang", "--project", str(project), "--scenario", "chat")
+    assert code == 0, err
+    assert "scenario 'chat'" in out and "--max-running-requests 4 " in out.replace("\\\n", "")
