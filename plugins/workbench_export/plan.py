@@ -34,7 +34,8 @@ class Notes:
 
     def comment_block(self, prefix: str = "# ") -> str:
         if not self.lines:
-            return f"{prefix}No scenario field lacks an argument in this engine.\n"
+            return (f"{prefix}Every launch setting of the scenario is expressed here "
+                    "(prices and estimation assumptions are not launch settings).\n")
         body = "".join(f"{prefix}- {line}\n" for line in self.lines)
         return f"{prefix}Not expressed as arguments (no equivalent in this engine):\n{body}"
 
