@@ -513,6 +513,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_compare_commands(sub, _Parser, add_scenario_flags, solve)
 
+    from workbench.cli.export import add_export_command
+
+    add_export_command(sub, add_scenario_flags)
+
     assumptions = sub.add_parser("assumptions", help="every named assumption with its default and source")
     assumptions.add_argument("--json", action="store_true", help="one JSON document on stdout")
     assumptions.add_argument("--markdown", action="store_true", help="a Markdown table")

@@ -260,6 +260,12 @@ class MainWindow(QMainWindow):
         self.report_action = self._action("Export &Report…", lambda: open_report_dialog(self), "Ctrl+E",
                                           "Write a PDF sizing report of the project's scenarios")
         file_menu.addAction(self.report_action)
+        from workbench.gui.dialogs.export_launch_dialog import open_export_launch_dialog
+
+        self.launch_export_action = self._action(
+            "Export &Launch Configuration…", lambda: open_export_launch_dialog(self), None,
+            "The scenario as a server command, trainer config or Kubernetes manifest")
+        file_menu.addAction(self.launch_export_action)
         export_menu = file_menu.addMenu("E&xport")
         self.export_table_action = self._action("Table as &CSV…", self.export_table, None,
                                                 "The table of the tab on screen (Compare, Sensitivity) as CSV")

@@ -260,3 +260,26 @@ class GuardedSection:
         except guard.PluginFault as exc:
             plugin.fault(str(exc))
             raise
+
+
+class GuardedExporter:
+    """A third-party exporter: its checked ``info`` read at registration, ``export`` run under the
+    guard (a fault disables the plugin and is raised as an ordinary exception)."""
+
+    __slots__ = ("info", "plugin", "_export")
+
+    def __init__(self, info: Any, export: Callable[[Any, Any], Any], plugin: PluginState) -> None:
+        self.info = info
+        self.plugin = plugin
+        self._export = export
+
+    def export(self, resolved: Any, estimate: Any) -> Any:
+        plugin = self.plugin
+        if plugin.disabled is not None:
+            raise guard.PluginFault(f"plugin {plugin.name} is disabled: {plugin.disabled}")
+        try:
+            return guard.call(self._export, resolved, estimate, what=f"plugin {plugin.name}: exporter {self.info.id}",
+                              limit="load")
+        except guard.PluginFault as exc:
+            plugin.fault(str(exc))
+            raise

@@ -35,3 +35,8 @@ def workbench_register_models(register: Callable[[Any], None]) -> None:
 @hookspec
 def workbench_register_report_sections(register: Callable[[Any], None]) -> None:
     """Register report sections (see :mod:`workbench.report`)."""
+
+
+@hookspec
+def workbench_register_exporters(register: Callable[[Any], None]) -> None:
+    """Register launch-configuration exporters (:class:`workbench.core.exporter.Exporter`)."""

@@ -27,15 +27,24 @@ from typing import Any
 
 import pluggy
 
+from workbench.core.exporter import ExporterInfo
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.engine import guard
 from workbench.engine.estimator import Estimator, EstimatorInfo
 from workbench.pluginhost import checks, hookspecs
-from workbench.pluginhost.guarded import GuardedArrayEstimator, GuardedEstimator, GuardedSection, PluginState
+from workbench.pluginhost.guarded import (
+    GuardedArrayEstimator,
+    GuardedEstimator,
+    GuardedExporter,
+    GuardedSection,
+    PluginState,
+)
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
-FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost")
+FIRST_PARTY: tuple[str, ...] = (
+    "workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost", "workbench_export",
+)
 
 LOADED, FAILED, DISABLED = "loaded", "failed", "disabled"
 FIRST_PARTY_ORIGIN = "first-party"
@@ -67,6 +76,7 @@ class Registry:
     accelerators: list[Accelerator] = field(default_factory=list)
     models: list[tuple[str, ModelArchitecture]] = field(default_factory=list)
     report_sections: list[Any] = field(default_factory=list)
+    exporters: list[Any] = field(default_factory=list)
 
 
 #: hook -> the registry bucket it fills.
@@ -75,6 +85,7 @@ _HOOKS: dict[str, str] = {
     "workbench_register_accelerators": "accelerators",
     "workbench_register_models": "models",
     "workbench_register_report_sections": "report_sections",
+    "workbench_register_exporters": "exporters",
 }
 
 
@@ -233,6 +244,8 @@ class PluginHost:
             return checks.check_accelerator(obj)
         if bucket == "models":
             return checks.check_model(obj)
+        if bucket == "exporters":
+            return _checked_exporter(obj, state)
         return _checked_section(obj, state)
 
     def _settle_conflicts(self, contributions: dict[str, dict[str, list[Any]]]) -> None:
@@ -329,6 +342,19 @@ def _checked_section(obj: Any, state: PluginState | None) -> Any:
     return GuardedSection(ident, title, description, html, state)
 
 
+def _checked_exporter(obj: Any, state: PluginState | None) -> Any:
+    """A launch-configuration exporter: an ``ExporterInfo`` ``info`` and ``export(resolved, estimate)``."""
+    info = checks.static_attribute(obj, "info")
+    if type(info) is not ExporterInfo:
+        raise TypeError(f"exporter of type {type(obj).__name__} has no ExporterInfo `info` (a plain attribute)")
+    export = getattr(obj, "export", None)
+    if not callable(export):
+        raise TypeError(f"exporter {info.id} has no export(resolved, estimate) method")
+    if state is None:
+        return obj
+    return GuardedExporter(info, export, state)
+
+
 class _Seen:
     """What earlier plugins registered, by id, to find a later plugin's clashes."""
 
@@ -338,11 +364,13 @@ class _Seen:
         self.assumptions: dict[str, tuple[Any, str]] = {}
         self.accelerators: dict[str, str] = {}
         self.models: dict[str, str] = {}
+        self.exporters: dict[str, str] = {}
 
     def add(self, name: str, found: dict[str, list[Any]]) -> str | None:
         """Record ``name``'s registrations; the first clash instead (nothing recorded then)."""
         estimators, producers = dict(self.estimators), dict(self.producers)
         assumptions, accelerators, models = dict(self.assumptions), dict(self.accelerators), dict(self.models)
+        exporters = dict(self.exporters)
         for est in found.get("estimators", ()):
             info = est.info
             if info.id in estimators:
@@ -365,8 +393,12 @@ class _Seen:
             if ident in models:
                 return f"model id {ident} is already registered by plugin {models[ident]}"
             models[ident] = name
+        for exporter in found.get("exporters", ()):
+            if exporter.info.id in exporters:
+                return f"exporter id {exporter.info.id} is already registered by plugin {exporters[exporter.info.id]}"
+            exporters[exporter.info.id] = name
         self.estimators, self.producers, self.assumptions = estimators, producers, assumptions
-        self.accelerators, self.models = accelerators, models
+        self.accelerators, self.models, self.exporters = accelerators, models, exporters
         return None
 
 
