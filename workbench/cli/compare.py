@@ -380,6 +380,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     scenarios, project = _scenarios(args)
     candidates = _apply_price_flags(args, _candidates(args, project) or [])
+    if args.iso_sla:  # its own search: the comparison at the typed batch is not shown with it
+        return _iso_sla(args, scenarios[0], candidates, project)
     confidence = None
     if args.confidence:
         from workbench.engine.confidence import decision_confidence
@@ -391,17 +393,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         comparison = compare(
             default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
         )
-    if args.iso_sla:
-        from workbench.engine.iso_sla import iso_sla
-
-        weights = [w.strip() for w in args.weights_options.split(",") if w.strip()] if args.weights_options else None
-        iso = iso_sla(default_engine(), scenarios[0], candidates, _resolver(project), _targets(args), weights=weights)
-        if args.json:
-            _emit_json({"scenario": scenarios[0].name, "targets": _targets(args).as_dict(),
-                        "results": [r.as_dict() for r in iso]})  # fmt: skip
-        else:
-            print(render_iso_sla(scenarios[0].name, iso, _targets(args)))
-        return 0
     fronts = None
     if args.pareto or args.pareto_csv:
         from workbench.engine.pareto import pareto_fronts
@@ -439,6 +430,20 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for path in (args.csv, args.html, args.pareto_csv):
         if path:
             print(f"wrote {path}")
+    return 0
+
+
+def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any], project: Project | None) -> int:
+    from workbench.engine.iso_sla import iso_sla
+    from workbench.pluginhost import default_engine
+
+    weights = [w.strip() for w in args.weights_options.split(",") if w.strip()] if args.weights_options else None
+    iso = iso_sla(default_engine(), scenario, candidates, _resolver(project), _targets(args), weights=weights)
+    if args.json:
+        _emit_json({"scenario": scenario.name, "targets": _targets(args).as_dict(),
+                    "results": [r.as_dict() for r in iso]})  # fmt: skip
+    else:
+        print(render_iso_sla(scenario.name, iso, _targets(args)))
     return 0
 
 

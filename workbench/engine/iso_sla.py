@@ -135,7 +135,7 @@ def _search(
     for weights in allowed:
         variant = with_fields(scenario, {"weights": validated_value(scenario, "weights", weights)})
         anchor = resolve(_candidate_scenario(variant, candidate))
-        for tp, batch, group, i in node_configurations(engine, anchor, batches):
+        for tp, batch, group, i in node_configurations(engine, anchor, batches, CONFIG_KEYS):
             config = _config(group, i, weights, tp, batch, demand)
             if config is None:
                 continue
@@ -209,6 +209,9 @@ def simulated_tail(
     return ttft, tpot, rate
 
 
+#: The keys the search reads of each configuration (its groups are run for these only).
+CONFIG_KEYS = ("performance.ttft_s", "performance.tpot_s", "performance.tokens_per_s", "cost.usd_per_hour",
+               "cost.usd_per_million_tokens")  # fmt: skip
 _TAIL_KEYS = ("performance.sim.ttft_p99_s", "performance.sim.tpot_p99_s")
 
 
