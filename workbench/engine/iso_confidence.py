@@ -194,7 +194,8 @@ class _Board:
                 layout.members.append(len(self.configs))
                 self.configs.append((candidate, config))
         self.layouts = list(layouts.values())
-        self.order = {c.label: i for i, c in enumerate(sorted(found.configs, key=lambda c: c.label))}
+        order = {c.label: i for i, c in enumerate(sorted(found.configs, key=lambda c: c.label))}
+        self.label_rank = np.array([order[c.label] for c, _ in self.configs], dtype=np.int64)
         self.lower = np.full(len(self.configs), -math.inf)  # cost bound over the whole box
         self.possible = np.ones(len(self.configs), dtype=bool)
         self.drawn_configurations = 0
@@ -324,10 +325,7 @@ class _Board:
             done += len(batch)
             size *= 2
             limit = self.lower[todo[done]] if done < len(todo) else math.inf
-            drawn = np.array(todo[:done], dtype=np.int64)
-            for d in range(n):
-                if result[d] is False:
-                    result[d] = self._winner(drawn, d, cost, gpus, tpot, limit)
+            self._settle(np.array(todo[:done], dtype=np.int64), result, cost, gpus, tpot, limit)
             if done >= len(todo) or all(r is not False for r in result):
                 break
         self.drawn_configurations = max(self.drawn_configurations, done)
@@ -362,28 +360,34 @@ class _Board:
                 gpus[m] = np.where(known, replicas, 0).astype(np.int64) * layout.tp
                 tpot[m] = tp_s
 
-    def _winner(self, drawn: np.ndarray, d: int, cost: np.ndarray, gpus: np.ndarray, tpot: np.ndarray,
-                limit: float) -> str | None | bool:  # fmt: skip
-        """Draw ``d``'s winner among the configurations drawn so far; False when one not drawn
-        yet (every one of them costs at least ``limit``) could still win it."""
-        c = cost[drawn, d]
-        ok = ~np.isnan(c) & (c < limit)
-        if ok.any():
-            idx = drawn[ok]
-            labels = np.array([self.order[self.configs[m][0].label] for m in idx.tolist()])
-            # iso_sla's order: each candidate's pool by (cost, GPUs, TPOT); candidates by (cost, GPUs, label)
-            ranked = idx[np.lexsort((tpot[idx, d], labels, gpus[idx, d], cost[idx, d]))]
+    def _settle(self, drawn: np.ndarray, result: list[Any], cost: np.ndarray, gpus: np.ndarray, tpot: np.ndarray,
+                limit: float) -> None:  # fmt: skip
+        """Each unsettled draw's winner among the configurations ``drawn`` so far, in iso_sla's
+        order (each candidate's pool by cost, GPUs, TPOT; candidates by cost, GPUs, label); it
+        stays unsettled (False) while one not drawn yet (each costs at least ``limit``) could win."""
+        pending = np.array([d for d, r in enumerate(result) if r is False], dtype=np.int64)
+        if not len(pending) or not len(drawn):
+            return
+        c = cost[np.ix_(drawn, pending)].T  # (draws, configurations)
+        valid = ~np.isnan(c) & (c < limit)
+        c = np.where(valid, c, np.inf)
+        labels = np.broadcast_to(self.label_rank[drawn], c.shape)
+        order = np.lexsort((tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
+        for row, d in enumerate(pending.tolist()):
+            found: str | None | bool = None if limit == math.inf else False
             tries: Counter[str] = Counter()
-            for m in ranked.tolist():
+            for m in drawn[order[row]][valid[row][order[row]]].tolist():
                 candidate, config = self.configs[m]
                 if not self.tail_decides:
-                    return candidate.label
+                    found = candidate.label
+                    break
                 tries[candidate.label] += 1
-                if tries[candidate.label] > SIMULATED_TRIES:
-                    continue
-                if self._tail_holds(candidate, config, int(gpus[m, d] // config.tp)):
-                    return candidate.label
-        return None if limit == math.inf else False
+                if tries[candidate.label] <= SIMULATED_TRIES and self._tail_holds(
+                    candidate, config, int(gpus[m, d] // config.tp)
+                ):
+                    found = candidate.label
+                    break
+            result[d] = found
 
     def _tail_holds(self, candidate: Candidate, config: Config, replicas: int) -> bool:
         assert self.demand is not None
@@ -399,37 +403,33 @@ class _Board:
     def break_even(self, drawn: Sequence[Factor], winner: str | None, steps: int = 16) -> list[BreakEven]:
         """For each drawn assumption, moved alone from its value towards each end of its range:
         the nearest value at which the winner is another (or none), found on a grid of ``steps``
-        and refined twice between the last value that keeps the winner and the first that does not."""
+        and refined twice between the last value that keeps the winner and the first that does not
+        (every assumption's grid in one run of the draws per round)."""
         base = {f.target: f.value for f in drawn}
-        out = []
-        for f in drawn:
-            for end, direction in ((f.high, "at least"), (f.low, "at most")):
-                if end == f.value:
-                    continue
-                found = self._flip(f, base, f.value, end, winner, steps)
-                if found is not None:
-                    before, at, who = found
-                    out.append(BreakEven(f, who, direction, at, before))
-        return out
-
-    def _flip(self, f: Factor, base: dict[str, float], start: float, end: float, winner: str | None,
-              steps: int) -> tuple[float, float, str | None] | None:  # fmt: skip
-        lo, hi, who = start, end, None
-        flipped = False
-        for _ in range(3):
-            grid = np.linspace(lo, hi, steps + 1)[1:]
-            values = {k: np.full(len(grid), v) for k, v in base.items()}
-            values[f.target] = grid
+        # (factor, direction, last value keeping the winner, first value tried beyond it, new winner)
+        walks = [[f, direction, f.value, end, None] for f in drawn
+                 for end, direction in ((f.high, "at least"), (f.low, "at most")) if end != f.value]  # fmt: skip
+        found: list[list[Any]] = []
+        for round_ in range(3):
+            if not walks:
+                break
+            grids = [np.linspace(lo, hi, steps + 1)[1:] for _, _, lo, hi, _ in walks]
+            values = {k: np.full(steps * len(walks), v) for k, v in base.items()}
+            for w, (f, *_rest) in enumerate(walks):
+                values[f.target][w * steps : (w + 1) * steps] = grids[w]
             got = self.winners(values)
-            first = next((i for i, w in enumerate(got) if w != winner), None)
-            if first is None:
-                if not flipped:
-                    return None
-                break  # refined as far as the grid goes
-            flipped = True
-            who = got[first]
-            lo, hi = (lo if first == 0 else float(grid[first - 1])), float(grid[first])
-        return lo, hi, who
+            kept = []
+            for w, walk in enumerate(walks):
+                first = next((i for i in range(steps) if got[w * steps + i] != winner), None)
+                if first is None:
+                    continue  # the winner holds to the end of the range (or, refining: cannot happen)
+                walk[2] = walk[2] if first == 0 else float(grids[w][first - 1])
+                walk[3], walk[4] = float(grids[w][first]), got[w * steps + first]
+                kept.append(walk)
+            walks = kept
+            if round_ == 0:
+                found = walks
+        return [BreakEven(f, who, direction, at, before) for f, direction, before, at, who in found]
 
 
 def _floats(column: np.ndarray | None, n: int) -> np.ndarray:
