@@ -378,3 +378,5 @@ def test_compare_at_equal_service_level_with_confidence(capsys) -> None:  # type
     assert "confidence at equal service level over 40 draws" in out and "of draws" in out
     assert all(f"{b['winner']} wins if {b['assumption']}" in out for b in conf["break_even"])
     assert_one_line_error(*run_cli(capsys, *argv, "--csv", "-"), "--iso-sla")
+    plain = [a for a in argv if a not in ("--iso-sla", "--weights-options", "bf16,fp8")]
+    assert_one_line_error(*run_cli(capsys, *plain, "--confidence-tails", "drawn"), "--confidence-tails")

@@ -73,6 +73,22 @@ def test_each_draw_is_iso_sla_with_those_assumption_values(eng, targets, tail_by
         assert c.winners[d] == _winner_with(eng, {k: float(v[d]) for k, v in values.items()}, targets), d
 
 
+def test_with_drawn_tails_each_draw_is_iso_sla_simulated_with_those_values(eng) -> None:  # type: ignore[no-untyped-def]
+    """No stand-in tail here: the simulator runs at every draw's values, as iso_sla does with them."""
+    import numpy as np
+
+    pair = CANDIDATES[:2]
+    c = iso_sla_confidence(eng, SCENARIO, pair, resolve_scenario, DEMAND, weights=WEIGHTS, batches=BATCHES, draws=6,
+                           seed=2, tails="drawn", break_even=False)  # fmt: skip
+    assert any("at that draw's assumption values" in n for n in c.notes)
+    rng = np.random.default_rng(2)
+    values = {f.target: rng.uniform(f.low, f.high, size=6) for f in c.drawn}
+    for d in range(6):
+        assert c.winners[d] == _winner_with(eng, {k: float(v[d]) for k, v in values.items()}, DEMAND, pair), d
+    with pytest.raises(InputError, match="tails"):
+        iso_sla_confidence(eng, SCENARIO, pair, resolve_scenario, DEMAND, draws=5, tails="sometimes")
+
+
 def test_bounds_never_change_a_draw(eng, tail_by_batch) -> None:  # type: ignore[no-untyped-def]
     """Drawing only the configurations whose cost bound can still win gives every draw's winner
     that drawing every configuration gives."""
@@ -132,3 +148,14 @@ def test_progress_is_told_and_a_raise_from_it_stops(eng) -> None:  # type: ignor
     with pytest.raises(Stop):
         iso_sla_confidence(eng, SCENARIO, CANDIDATES[:2], resolve_scenario, NO_DEMAND, batches=BATCHES, draws=10,
                            progress=stop)  # fmt: skip
+
+
+def test_a_winner_whose_tail_sits_at_the_target_is_flagged(eng, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from workbench.engine import iso_sla as module
+
+    for ttft99, flagged in ((0.95, True), (0.5, False)):
+        monkeypatch.setattr(module, "simulated_tail", lambda *a, t=ttft99: (t, 0.01, 1.0))
+        c = iso_sla_confidence(eng, SCENARIO, CANDIDATES[:2], resolve_scenario, DEMAND, weights=WEIGHTS,
+                               batches=BATCHES, draws=5, break_even=False)  # fmt: skip
+        edge = [n for n in c.notes if "within 5% of its target" in n and "p99 TTFT (950 ms)" in n]
+        assert bool(edge) is flagged, c.notes

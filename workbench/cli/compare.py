@@ -380,6 +380,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     scenarios, project = _scenarios(args)
     candidates = _apply_price_flags(args, _candidates(args, project) or [])
+    if args.confidence_tails != "base" and not (args.iso_sla and args.confidence):
+        raise InputError("--confidence-tails goes with --iso-sla --confidence N")
     if args.iso_sla:  # its own search: the comparison at the typed batch is not shown with it
         return _iso_sla(args, scenarios[0], candidates, project)
     confidence = None
@@ -445,7 +447,7 @@ def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any]
         from workbench.engine.iso_confidence import iso_sla_confidence
 
         confidence = iso_sla_confidence(default_engine(), scenario, candidates, _resolver(project), _targets(args),
-                                        weights=weights, draws=args.confidence)  # fmt: skip
+                                        weights=weights, draws=args.confidence, tails=args.confidence_tails)  # fmt: skip
         iso = confidence.base
     else:
         iso = iso_sla(default_engine(), scenario, candidates, _resolver(project), _targets(args), weights=weights)
@@ -781,6 +783,11 @@ def add_compare_commands(
         "weight precision, replicas for --min-tokens-per-s) that meets the targets (first scenario)",
     )  # fmt: skip
     comp.add_argument("--weights-options", metavar="W,W", help="with --iso-sla: weight precisions allowed (e.g. bf16,fp8)")
+    comp.add_argument(
+        "--confidence-tails", choices=["base", "drawn"], default="base",
+        help="with --iso-sla --confidence and a demand: simulate each configuration's p99 once at the assumptions' "
+        "own values (base, fast) or at every draw's values (drawn: exact, seconds per hundred draws)",
+    )  # fmt: skip
     comp.add_argument(
         "--pareto", action="store_true",
         help="also each candidate's Pareto fronts on one node (TP x concurrency): throughput per GPU against "

@@ -123,13 +123,21 @@ def iso_sla_confidence(
     seed: int = 0,
     break_even: bool = True,
     prune: bool = True,
+    tails: str = "base",
     progress: Progress | None = None,
 ) -> IsoConfidence:
     """:func:`iso_sla` of ``candidates`` and how often each wins it over ``draws`` draws of the
     assumptions; with ``break_even``, the threshold of each drawn assumption that moves the winner
-    (module docstring). ``prune=False`` draws every configuration (the bounds are not used)."""
+    (module docstring). ``prune=False`` draws every configuration (the bounds are not used).
+
+    ``tails``: where a demand and a latency target make the simulated p99 decide, ``base``
+    simulates each configuration once, at the scenario's own assumption values (fast); ``drawn``
+    simulates it at each draw's values, so that every draw is exactly :func:`iso_sla` with those
+    values (a simulation or more per draw: seconds per hundred draws)."""
     if not 1 <= draws <= MAX_DRAWS:
         raise InputError(f"confidence: the number of draws must be 1..{MAX_DRAWS:,}, got {draws}")
+    if tails not in ("base", "drawn"):
+        raise InputError(f"confidence: tails are simulated at the 'base' or the 'drawn' values, not '{tails}'")
     targets = targets or Targets()
     resolve = cached_resolver(resolve)
     steps = len(candidates) + 2
@@ -142,7 +150,7 @@ def iso_sla_confidence(
                    progress=lambda done, _total: tell(done))  # fmt: skip
     base = found.results
     winner = base[0].candidate.label if base and base[0].meets else None
-    board = _Board(engine, scenario, resolve, targets, found)
+    board = _Board(engine, scenario, resolve, targets, found, drawn_tails=tails == "drawn")
     drawn, notes = board.drawn_factors()
     if not drawn:
         notes.append("no assumption with a range moves these configurations: nothing to draw")
@@ -158,9 +166,14 @@ def iso_sla_confidence(
     shares = {c.label: picks.get(c.label, 0) / draws for c in candidates}
     thresholds = board.break_even(drawn, winner) if break_even else []
     tell(steps)
-    if board.tail_decides:
-        notes.append("the p99 under the demand's load is simulated at the scenario's own assumption values; the "
-                     "draws move the closed-form latencies, throughput and cost, not the simulated tail")  # fmt: skip
+    if board.tail_decides and tails == "drawn":
+        notes.append("every draw's p99 under the demand's load is simulated at that draw's assumption values")
+    elif board.tail_decides:
+        notes.append("the p99 under the demand's load is simulated at the scenario's own assumption values only; "
+                     "the draws move the closed-form latencies, throughput and cost, not the simulated tail")  # fmt: skip
+        edge = _tail_margin(base[0], targets, found) if base and base[0].meets else None
+        if edge is not None:
+            notes.append(edge)
     return IsoConfidence(draws, seed, drawn, shares, picks.get(None, 0) / draws, base, winners,
                          board.drawn_configurations, thresholds, notes)  # fmt: skip
 
@@ -178,8 +191,13 @@ class _Layout:
 class _Board:
     """Every configuration that runs, of the candidates with a price, with bounds and draws."""
 
-    def __init__(self, engine: Engine, scenario: Scenario, resolve: Resolve, targets: Targets, found: Search) -> None:
+    def __init__(self, engine: Engine, scenario: Scenario, resolve: Resolve, targets: Targets, found: Search,
+                 drawn_tails: bool = False) -> None:  # fmt: skip
         self.engine, self.scenario, self.resolve, self.targets, self.found = engine, scenario, resolve, targets, found
+        self.drawn_tails = drawn_tails
+        self._values: Mapping[str, np.ndarray] = {}
+        # drawn tails: per set of assumption values, its tails and its scenario
+        self._drawn_cache: dict[tuple[tuple[str, float], ...], tuple[dict[Any, Any], Scenario]] = {}
         self.demand = targets.min_tokens_per_s
         latency = targets.max_ttft_s is not None or targets.max_tpot_s is not None
         self.tail_decides = self.demand is not None and latency
@@ -311,8 +329,10 @@ class _Board:
 
     def winners(self, values: Mapping[str, np.ndarray]) -> list[str | None]:
         """The winner (label or None) at each set of ``values``: configurations drawn in order of
-        their bounds until every winner is cheaper than the bound of all the rest."""
+        their bounds until every winner is cheaper than the bound of all the rest; each round draws
+        its configurations for the draws not settled yet only."""
         n = len(next(iter(values.values())))
+        self._values = values
         todo = [m for m in np.argsort(self.lower, kind="stable").tolist() if self.possible[m]]
         cost = np.full((len(self.configs), n), np.nan)
         gpus = np.zeros((len(self.configs), n), dtype=np.int64)
@@ -321,7 +341,8 @@ class _Board:
         done, size = 0, _FIRST_ROUND
         while True:
             batch = todo[done : done + size]
-            self._draw(batch, values, cost, gpus, tpot)
+            pending = np.array([d for d, r in enumerate(result) if r is False], dtype=np.int64)
+            self._draw(batch, {k: v[pending] for k, v in values.items()}, pending, cost, gpus, tpot)
             done += len(batch)
             size *= 2
             limit = self.lower[todo[done]] if done < len(todo) else math.inf
@@ -331,9 +352,10 @@ class _Board:
         self.drawn_configurations = max(self.drawn_configurations, done)
         return [None if r is False else r for r in result]  # type: ignore[misc]
 
-    def _draw(self, members: Sequence[int], values: Mapping[str, np.ndarray], cost: np.ndarray, gpus: np.ndarray,
-              tpot: np.ndarray) -> None:  # fmt: skip
-        """Fill the cost (NaN: does not meet the targets or unknown), GPUs and TPOT of ``members``."""
+    def _draw(self, members: Sequence[int], values: Mapping[str, np.ndarray], columns: np.ndarray, cost: np.ndarray,
+              gpus: np.ndarray, tpot: np.ndarray) -> None:  # fmt: skip
+        """Fill the cost (NaN: does not meet the targets or unknown), GPUs and TPOT of ``members``
+        at ``values`` (the draws ``columns``)."""
         wanted = set(members)
         t = self.targets
         for layout in self.layouts:
@@ -356,9 +378,9 @@ class _Board:
                     else:
                         replicas = np.maximum(np.ceil(self.demand / rate - 1e-9), 1)
                         each = got[_HOURLY][row] * replicas
-                cost[m] = np.where(meets, each, np.nan)
-                gpus[m] = np.where(known, replicas, 0).astype(np.int64) * layout.tp
-                tpot[m] = tp_s
+                cost[m, columns] = np.where(meets, each, np.nan)
+                gpus[m, columns] = np.where(known, replicas, 0).astype(np.int64) * layout.tp
+                tpot[m, columns] = tp_s
 
     def _settle(self, drawn: np.ndarray, result: list[Any], cost: np.ndarray, gpus: np.ndarray, tpot: np.ndarray,
                 limit: float) -> None:  # fmt: skip
@@ -383,16 +405,27 @@ class _Board:
                     break
                 tries[candidate.label] += 1
                 if tries[candidate.label] <= SIMULATED_TRIES and self._tail_holds(
-                    candidate, config, int(gpus[m, d] // config.tp)
+                    candidate, config, int(gpus[m, d] // config.tp), d
                 ):
                     found = candidate.label
                     break
             result[d] = found
 
-    def _tail_holds(self, candidate: Candidate, config: Config, replicas: int) -> bool:
+    def _tail_holds(self, candidate: Candidate, config: Config, replicas: int, d: int) -> bool:
+        """Whether ``config`` with ``replicas`` keeps its simulated p99 within the targets under the
+        demand: at the scenario's own assumption values, or (drawn tails) at draw ``d``'s."""
         assert self.demand is not None
         sized = dataclasses.replace(config, replicas=replicas, gpus=replicas * config.tp)
-        tail = tail_of(self.engine, self.scenario, candidate, self.resolve, sized, self.demand, self.found.tails)
+        if self.drawn_tails:
+            values = {k: float(v[d]) for k, v in self._values.items()}
+            key = tuple(sorted(values.items()))
+            if key not in self._drawn_cache:
+                self._drawn_cache[key] = ({}, self.scenario.model_copy(
+                    update={"assumptions": {**self.scenario.assumptions, **values}}))  # fmt: skip
+            tails, scenario = self._drawn_cache[key]
+            tail = tail_of(self.engine, scenario, candidate, self.resolve, sized, self.demand, tails)
+        else:
+            tail = tail_of(self.engine, self.scenario, candidate, self.resolve, sized, self.demand, self.found.tails)
         if tail is None:
             return False
         t = self.targets
@@ -430,6 +463,27 @@ class _Board:
             if round_ == 0:
                 found = walks
         return [BreakEven(f, who, direction, at, before) for f, direction, before, at, who in found]
+
+
+#: A winner's simulated p99 this close to a target (as a share of it) may not hold in many draws.
+TAIL_EDGE = 0.1
+
+
+def _tail_margin(winner: IsoResult, targets: Targets, found: Search) -> str | None:
+    """A warning when the winner's simulated p99 sits within :data:`TAIL_EDGE` of a target: the
+    draws, which keep that tail, then overstate how often it wins."""
+    best = winner.best
+    if best is None:
+        return None
+    tail = found.tails.get((winner.candidate.label, best.weights, best.tp, best.batch, best.replicas))
+    if tail is None:
+        return None
+    for name, value, limit in (("TTFT", tail[0], targets.max_ttft_s), ("TPOT", tail[1], targets.max_tpot_s)):
+        if limit is not None and value > limit * (1 - TAIL_EDGE):
+            return (f"{winner.candidate.label}'s simulated p99 {name} ({value * 1e3:.3g} ms) is within "
+                    f"{(limit - value) / limit:.0%} of its target: its share is likely overstated (drawn tails "
+                    "simulate each draw)")  # fmt: skip
+    return None
 
 
 def _floats(column: np.ndarray | None, n: int) -> np.ndarray:
