@@ -170,7 +170,8 @@ def iso_sla_confidence(
         notes.append("every draw's p99 under the demand's load is simulated at that draw's assumption values")
     elif board.tail_decides:
         notes.append("the p99 under the demand's load is simulated at the scenario's own assumption values only; "
-                     "the draws move the closed-form latencies, throughput and cost, not the simulated tail")  # fmt: skip
+                     "the draws and the break-even thresholds move the closed-form latencies, throughput and cost, "
+                     "not the simulated tail")  # fmt: skip
         edge = _tail_margin(base[0], targets, found) if base and base[0].meets else None
         if edge is not None:
             notes.append(edge)
@@ -433,36 +434,56 @@ class _Board:
 
     # --- break-even ---------------------------------------------------------------------------
 
-    def break_even(self, drawn: Sequence[Factor], winner: str | None, steps: int = 16) -> list[BreakEven]:
-        """For each drawn assumption, moved alone from its value towards each end of its range:
-        the nearest value at which the winner is another (or none), found on a grid of ``steps``
-        and refined twice between the last value that keeps the winner and the first that does not
-        (every assumption's grid in one run of the draws per round)."""
+    def break_even(self, drawn: Sequence[Factor], winner: str | None) -> list[BreakEven]:
+        """For each drawn assumption, moved alone from its value towards each end of its range: the
+        nearest value at which the winner is another (or none). Only the directions whose end of
+        the range has another winner are searched (a winner that changes and comes back within one
+        side is not looked for): a grid of :data:`SCAN` values finds the first change, then
+        :data:`BISECTIONS` halvings narrow it. Every direction's values of a step are one run."""
         base = {f.target: f.value for f in drawn}
-        # (factor, direction, last value keeping the winner, first value tried beyond it, new winner)
-        walks = [[f, direction, f.value, end, None] for f in drawn
+        walks = [(f, direction, end) for f in drawn
                  for end, direction in ((f.high, "at least"), (f.low, "at most")) if end != f.value]  # fmt: skip
-        found: list[list[Any]] = []
-        for round_ in range(3):
-            if not walks:
-                break
-            grids = [np.linspace(lo, hi, steps + 1)[1:] for _, _, lo, hi, _ in walks]
-            values = {k: np.full(steps * len(walks), v) for k, v in base.items()}
-            for w, (f, *_rest) in enumerate(walks):
-                values[f.target][w * steps : (w + 1) * steps] = grids[w]
-            got = self.winners(values)
-            kept = []
-            for w, walk in enumerate(walks):
-                first = next((i for i in range(steps) if got[w * steps + i] != winner), None)
-                if first is None:
-                    continue  # the winner holds to the end of the range (or, refining: cannot happen)
-                walk[2] = walk[2] if first == 0 else float(grids[w][first - 1])
-                walk[3], walk[4] = float(grids[w][first]), got[w * steps + first]
-                kept.append(walk)
-            walks = kept
-            if round_ == 0:
-                found = walks
-        return [BreakEven(f, who, direction, at, before) for f, direction, before, at, who in found]
+        ends = self._winners_at(base, [(f, [end]) for f, _, end in walks])
+        walks = [walk for walk, got in zip(walks, ends) if got[0] != winner]
+        if not walks:
+            return []
+        grids = [np.linspace(f.value, end, SCAN + 1)[1:] for f, _, end in walks]
+        scans = self._winners_at(base, [(f, grid.tolist()) for (f, _, _), grid in zip(walks, grids)])
+        # (last value keeping the winner, first value found without it, the winner there)
+        brackets = []
+        for (f, _, _), grid, got in zip(walks, grids, scans):
+            first = next(i for i, w in enumerate(got) if w != winner)
+            brackets.append([f.value if first == 0 else float(grid[first - 1]), float(grid[first]), got[first]])
+        for _ in range(BISECTIONS):
+            middles = [(keep + away) / 2 for keep, away, _ in brackets]
+            got = self._winners_at(base, [(f, [m]) for (f, _, _), m in zip(walks, middles)])
+            for bracket, middle, at in zip(brackets, middles, got):
+                if at[0] == winner:
+                    bracket[0] = middle
+                else:
+                    bracket[1], bracket[2] = middle, at[0]
+        return [BreakEven(f, who, direction, away, keep) for (f, direction, _), (keep, away, who) in zip(walks, brackets)]
+
+    def _winners_at(self, base: Mapping[str, float], moves: Sequence[tuple[Factor, Sequence[float]]]) -> list[list[Any]]:
+        """The winners with one assumption moved to each of its values (the rest at ``base``), for
+        every (factor, values) of ``moves``, in one run of the draws."""
+        total = sum(len(v) for _, v in moves)
+        values = {k: np.full(total, v) for k, v in base.items()}
+        at = 0
+        for f, moved in moves:
+            values[f.target][at : at + len(moved)] = moved
+            at += len(moved)
+        got = self.winners(values)
+        out, at = [], 0
+        for _, moved in moves:
+            out.append(got[at : at + len(moved)])
+            at += len(moved)
+        return out
+
+
+#: Values tried per direction to find the first change of the winner, then halvings of that step.
+SCAN = 8
+BISECTIONS = 9
 
 
 #: A winner's simulated p99 this close to a target (as a share of it) may not hold in many draws.
