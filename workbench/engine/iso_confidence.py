@@ -187,6 +187,7 @@ class _Layout:
     weights: str
     tp: int
     members: list[int]
+    laid: Any = None  # the resolved scenario of one replica, once made
 
 
 class _Board:
@@ -209,7 +210,7 @@ class _Board:
                 if (config.usd_per_hour if self.demand is not None else config.usd_per_million_tokens) is None:
                     continue  # no price: it never wins (its result says so)
                 key = (candidate, config.weights, config.tp)
-                layout = layouts.setdefault(key, _Layout(candidate, config.weights, config.tp, []))
+                layout = layouts.setdefault(key, _Layout(candidate, config.weights, config.tp, []))  # type: ignore[arg-type]
                 layout.members.append(len(self.configs))
                 self.configs.append((candidate, config))
         self.layouts = list(layouts.values())
@@ -223,11 +224,13 @@ class _Board:
     # --- what is drawn ------------------------------------------------------------------------
 
     def _laid(self, layout: _Layout) -> Any:
-        variant = with_fields(self.scenario, {"weights": validated_value(self.scenario, "weights", layout.weights)})
-        anchor = self.resolve(_candidate_scenario(variant, layout.candidate))
-        return anchor.with_scenario(with_fields(anchor.scenario, {
-            "num_gpus": layout.tp, "parallel.tp": layout.tp, "parallel.pp": 1, "parallel.dp": 1, "parallel.ep": 1,
-        }))  # fmt: skip
+        if layout.laid is None:
+            variant = with_fields(self.scenario, {"weights": validated_value(self.scenario, "weights", layout.weights)})
+            anchor = self.resolve(_candidate_scenario(variant, layout.candidate))
+            layout.laid = anchor.with_scenario(with_fields(anchor.scenario, {
+                "num_gpus": layout.tp, "parallel.tp": layout.tp, "parallel.pp": 1, "parallel.dp": 1, "parallel.ep": 1,
+            }))  # fmt: skip
+        return layout.laid
 
     def drawn_factors(self) -> tuple[list[Factor], list[str]]:
         """The documented-range assumptions the configurations' estimates read (one estimate of
@@ -439,7 +442,8 @@ class _Board:
         nearest value at which the winner is another (or none). Only the directions whose end of
         the range has another winner are searched (a winner that changes and comes back within one
         side is not looked for): a grid of :data:`SCAN` values finds the first change, then
-        :data:`BISECTIONS` halvings narrow it. Every direction's values of a step are one run."""
+        :data:`REFINES` finer grids of as many values narrow the step where it happens (each
+        :data:`SCAN` times). Every direction's values of a step are one run of the draws."""
         base = {f.target: f.value for f in drawn}
         walks = [(f, direction, end) for f in drawn
                  for end, direction in ((f.high, "at least"), (f.low, "at most")) if end != f.value]  # fmt: skip
@@ -454,14 +458,17 @@ class _Board:
         for (f, _, _), grid, got in zip(walks, grids, scans):
             first = next(i for i, w in enumerate(got) if w != winner)
             brackets.append([f.value if first == 0 else float(grid[first - 1]), float(grid[first]), got[first]])
-        for _ in range(BISECTIONS):
-            middles = [(keep + away) / 2 for keep, away, _ in brackets]
-            got = self._winners_at(base, [(f, [m]) for (f, _, _), m in zip(walks, middles)])
-            for bracket, middle, at in zip(brackets, middles, got):
-                if at[0] == winner:
-                    bracket[0] = middle
+        for _ in range(REFINES):
+            grids = [np.linspace(keep, away, SCAN + 1)[1:-1] for keep, away, _ in brackets]
+            got = self._winners_at(base, [(f, grid.tolist()) for (f, _, _), grid in zip(walks, grids)])
+            for bracket, grid, at in zip(brackets, grids, got):
+                first = next((i for i, w in enumerate(at) if w != winner), None)
+                if first is None:
+                    bracket[0] = float(grid[-1])  # the change is in the last sub-step
                 else:
-                    bracket[1], bracket[2] = middle, at[0]
+                    bracket[1], bracket[2] = float(grid[first]), at[first]
+                    if first:
+                        bracket[0] = float(grid[first - 1])
         return [BreakEven(f, who, direction, away, keep) for (f, direction, _), (keep, away, who) in zip(walks, brackets)]
 
     def _winners_at(self, base: Mapping[str, float], moves: Sequence[tuple[Factor, Sequence[float]]]) -> list[list[Any]]:
@@ -481,9 +488,10 @@ class _Board:
         return out
 
 
-#: Values tried per direction to find the first change of the winner, then halvings of that step.
+#: Values tried per direction to find the first change of the winner, then refinements of that
+#: step (each into SCAN sub-steps): the threshold is found to 1/SCAN**(REFINES + 1) of the way.
 SCAN = 8
-BISECTIONS = 9
+REFINES = 3
 
 
 #: A winner's simulated p99 this close to a target (as a share of it) may not hold in many draws.
