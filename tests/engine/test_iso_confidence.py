@@ -149,6 +149,18 @@ def test_progress_is_told_and_a_raise_from_it_stops(eng) -> None:  # type: ignor
         iso_sla_confidence(eng, SCENARIO, CANDIDATES[:2], resolve_scenario, NO_DEMAND, batches=BATCHES, draws=10,
                            progress=stop)  # fmt: skip
 
+    searched: list[int] = []
+
+    def stop_in_the_draws(done: int, total: int) -> None:
+        searched.append(done)
+        if searched.count(2) > 1:  # told again once the search is done: the draws are under way
+            raise Stop
+
+    with pytest.raises(Stop):
+        iso_sla_confidence(eng, SCENARIO, CANDIDATES[:2], resolve_scenario, NO_DEMAND, batches=BATCHES, draws=10,
+                           progress=stop_in_the_draws)  # fmt: skip
+    assert 3 not in searched  # stopped before the draws were done
+
 
 def test_a_winner_whose_tail_sits_at_the_target_is_flagged(eng, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from workbench.engine import iso_sla as module

@@ -5,11 +5,13 @@ the winner changes (break-even thresholds).
 
 The draws are those of :mod:`workbench.engine.confidence`: every assumption with a documented range
 that the configurations' estimates read, uniform in [low, high], independently, seeded. Prices are
-the user's inputs and are not drawn. Per draw the winner is exactly what :func:`iso_sla` gives with
-those assumption values as the scenario's overrides (on the closed-form latencies), except for the
-simulated tail: where a demand and a latency target call for the p99 check, each configuration's
-simulated p99 is taken at the scenario's own assumption values (the simulator is not run again per
-draw); the notes say so.
+the user's inputs and are not drawn. Per draw the winner is what :func:`iso_sla` gives with those
+assumption values as the scenario's overrides. Where a demand and a latency target make the
+simulated p99 decide, the default (``tails="base"``) simulates each configuration (with the
+replicas the draw needs) once, at the scenario's own assumption values, and the notes say so, and
+warn when the winner's p99 sits near a target (its share is then overstated); ``tails="drawn"``
+simulates it at every draw's values, so that each draw is exactly iso_sla's answer (a simulation
+or more per draw).
 
 Speed. Every configuration of a candidate is a point of a group over (batch x draw), one group per
 (candidate, weights, TP), run for the few keys the search reads. Not every configuration needs its
@@ -19,8 +21,10 @@ bounds until every draw's winner costs less than the bound of every configuratio
 The bounds come from the corner of the box that favours the configuration (one corner per figure:
 TTFT, TPOT, throughput, cost), the direction of each assumption found from a swing of its range on
 one layout of the candidate; the speed model is monotone in each drawn assumption (an efficiency
-scales a time, an overhead or a latency adds one). A candidate whose swing does not show one
-direction per assumption is drawn in full (no bound).
+scales a time, an overhead or a latency adds one). A figure that some assumption moves both ways
+across the batches of the swing bounds nothing for that candidate (it is not used to rule a
+configuration out). Drawing every configuration (``prune=False``) gives the same winners: a test
+checks it.
 """
 
 from __future__ import annotations
@@ -54,7 +58,8 @@ from workbench.engine.solvers import FIT_KEYS
 from workbench.engine.variations import validated_value, with_fields
 
 _TTFT, _TPOT, _RATE, _HOURLY, _PER_M = CONFIG_KEYS
-#: Draws run at once per round (the rounds grow: a few cheap configurations settle most draws).
+#: Configurations drawn in the first round (each round draws twice as many as the one before, for
+#: the draws not settled yet: a few cheap configurations settle most of them).
 _FIRST_ROUND = 8
 
 
@@ -141,8 +146,10 @@ def iso_sla_confidence(
     targets = targets or Targets()
     resolve = cached_resolver(resolve)
     steps = len(candidates) + 2
+    told = [0]
 
     def tell(done: int) -> None:
+        told[0] = done
         if progress is not None:
             progress(done, steps)
 
@@ -151,6 +158,7 @@ def iso_sla_confidence(
     base = found.results
     winner = base[0].candidate.label if base and base[0].meets else None
     board = _Board(engine, scenario, resolve, targets, found, drawn_tails=tails == "drawn")
+    board.tick = lambda: tell(told[0])  # again between rounds and simulations: a raise stops the draws
     drawn, notes = board.drawn_factors()
     if not drawn:
         notes.append("no assumption with a range moves these configurations: nothing to draw")
@@ -197,6 +205,7 @@ class _Board:
                  drawn_tails: bool = False) -> None:  # fmt: skip
         self.engine, self.scenario, self.resolve, self.targets, self.found = engine, scenario, resolve, targets, found
         self.drawn_tails = drawn_tails
+        self.tick: Any = lambda: None
         self._values: Mapping[str, np.ndarray] = {}
         # drawn tails: per set of assumption values, its tails and its scenario
         self._drawn_cache: dict[tuple[tuple[str, float], ...], tuple[dict[Any, Any], Scenario]] = {}
@@ -344,6 +353,7 @@ class _Board:
         result: list[str | None | bool] = [False] * n  # False: not settled yet
         done, size = 0, _FIRST_ROUND
         while True:
+            self.tick()
             batch = todo[done : done + size]
             pending = np.array([d for d, r in enumerate(result) if r is False], dtype=np.int64)
             self._draw(batch, {k: v[pending] for k, v in values.items()}, pending, cost, gpus, tpot)
@@ -419,6 +429,7 @@ class _Board:
         """Whether ``config`` with ``replicas`` keeps its simulated p99 within the targets under the
         demand: at the scenario's own assumption values, or (drawn tails) at draw ``d``'s."""
         assert self.demand is not None
+        self.tick()
         sized = dataclasses.replace(config, replicas=replicas, gpus=replicas * config.tp)
         if self.drawn_tails:
             values = {k: float(v[d]) for k, v in self._values.items()}
