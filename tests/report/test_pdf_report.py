@@ -450,7 +450,7 @@ def test_the_comparison_at_equal_service_level_and_its_confidence_when_asked(qap
     request = ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "mi300x", "b200"),
                             targets=targets, confidence_draws=60, iso_sla=True, weights_options=("bf16", "fp8"))  # fmt: skip
     data = collect(request)
-    name, results, confidence = data.iso
+    name, results, confidence, demand = data.iso
     direct = iso_sla_confidence(default_engine(), served, [Candidate(c) for c in ("h100-sxm", "mi300x", "b200")],
                                 lambda s: resolve_scenario(s, project), targets, weights=["bf16", "fp8"], draws=60)  # fmt: skip
     assert name == "Serve 70B" and confidence.shares == direct.shares and confidence.break_even == direct.break_even
@@ -460,6 +460,7 @@ def test_the_comparison_at_equal_service_level_and_its_confidence_when_asked(qap
     assert "At equal service level" in text and "Share of draws" in text and "Break-even" in text
     winner = results[0]
     assert winner.candidate.label in text and f"{direct.shares[winner.candidate.label]:.0%}" in text
+    assert not demand and f"${winner.best.usd_per_million_tokens:.3g}/Mtok" in text  # the cost it is ranked on
     plain = tmp_path / "plain.pdf"
     export_report(ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "mi300x")), plain)
     assert "At equal service level" not in _text(plain)

@@ -140,7 +140,8 @@ class ReportData:
     confidence: Any = None
     #: (scenario name, Pareto fronts of the charted candidates, how many were left out), or None.
     pareto: Any = None
-    #: (scenario name, ranked ``iso_sla`` results, ``IsoConfidence`` or None) when asked, or None.
+    #: (scenario name, ranked ``iso_sla`` results, ``IsoConfidence`` or None, whether a demand is
+    #: set: cost per hour of its replicas, else per million tokens) when asked, or None.
     iso: Any = None
     #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
     sensitivity: dict[str, Any] = field(default_factory=dict)
@@ -311,17 +312,18 @@ def _iso(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     candidates = [Candidate(c, usd_per_gpu_hour=prices.get(c)) for c in comparison_candidates(request)]
     resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
     weights = list(request.weights_options) or None
+    targets = comparison_targets(request)
+    demand = targets.min_tokens_per_s is not None
     try:
         if request.confidence_draws:
             from workbench.engine.iso_confidence import iso_sla_confidence
 
-            confidence = iso_sla_confidence(engine, scenario, candidates, resolve, comparison_targets(request),
-                                            weights=weights, draws=request.confidence_draws)  # fmt: skip
-            return scenario.name, confidence.base, confidence
+            confidence = iso_sla_confidence(engine, scenario, candidates, resolve, targets, weights=weights,
+                                            draws=request.confidence_draws)  # fmt: skip
+            return scenario.name, confidence.base, confidence, demand
         from workbench.engine.iso_sla import iso_sla
 
-        return scenario.name, iso_sla(engine, scenario, candidates, resolve, comparison_targets(request),
-                                      weights=weights), None  # fmt: skip
+        return scenario.name, iso_sla(engine, scenario, candidates, resolve, targets, weights=weights), None, demand
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report

@@ -776,7 +776,7 @@ def build_comparison(data: ReportData, body: Body) -> None:
             body.para(_e(failed))
 
 
-def _iso_body(scenario: str, results: Any, confidence: Any, body: Body) -> None:
+def _iso_body(scenario: str, results: Any, confidence: Any, demand: bool, body: Body) -> None:
     """Each candidate in its cheapest configuration meeting the targets, with its share of the
     draws and its break-even price; then the assumption thresholds at which the winner changes."""
     body.heading("At equal service level")
@@ -784,8 +784,9 @@ def _iso_body(scenario: str, results: Any, confidence: Any, body: Body) -> None:
         f"{_e(scenario)} with each candidate in the configuration that meets the targets at the lowest cost: "
         "tensor parallelism and concurrency on one node, the allowed weight precisions, and replicas for the "
         "demand; where a demand and latency targets are set, the cheapest configurations are simulated under "
-        "the demand's load until one holds at p99. A losing candidate's break-even is the rental price per "
-        "GPU-hour below which it would win."
+        "the demand's load until one holds at p99. Cost: "
+        + ("per hour of the replicas the demand needs." if demand else "per million output tokens.")
+        + " A losing candidate's break-even is the rental price per GPU-hour below which it would win."
         + ("" if confidence is None else f" Share of draws: how often it wins over {confidence.draws:,} draws of "
            "the documented assumption ranges.")
     )  # fmt: skip
@@ -797,17 +798,18 @@ def _iso_body(scenario: str, results: Any, confidence: Any, body: Body) -> None:
             what, cost = _e(r.reason), ""
         else:
             what = _e(f"{b.describe()} ({b.gpus} GPUs)")
-            cost = f"${b.usd_per_hour:,.2f}/h" if b.usd_per_hour is not None else ""
-        breaks = "" if r.break_even_usd_per_gpu_hour is None else f"${r.break_even_usd_per_gpu_hour:,.2f}"
+            value = b.usd_per_hour if demand else b.usd_per_million_tokens
+            cost = "" if value is None else f"${value:,.2f}/h" if demand else f"${value:.3g}/Mtok"
+        breaks = "" if r.break_even_usd_per_gpu_hour is None else f"${r.break_even_usd_per_gpu_hour:,.2f}/GPU-h"
         row = [str(r.rank), _e(r.candidate.label), what, cost, breaks]
         if confidence is not None:
             row.append(f"{shares.get(r.candidate.label, 0.0):.0%}")
         rows.append(row)
-    headers = ["#", "Candidate", "Configuration", "Cost", "Break-even /GPU-h"]
-    widths = [5, 15, 48, 14, 18]
+    headers = ["#", "Candidate", "Configuration", "Cost", "Break-even price"]
+    widths = [4, 14, 48, 15, 19]
     if confidence is not None:
         headers.append("Share of draws")
-        widths = [5, 14, 42, 12, 15, 12]
+        widths = [4, 13, 41, 14, 17, 11]
     body.table(headers, rows, widths=widths, align=["right", "left", "left", "right", "right", "right"][: len(headers)],
                title="At equal service level")  # fmt: skip
     if confidence is None:
