@@ -310,6 +310,8 @@ def run_all(bench_venv: Path, compare: bool) -> dict[str, Any]:
         "sweep_1m_points_csv_rss_mib": _pick(results.get("bench_arrays", {}), "sweep_csv_1m", "largest_process_rss_mib"),
         "simulator_10000_requests_continuous_s": _pick(results.get("bench_simulator", {}),
                                                        "requests_10000_x1_continuous", "wall_s"),
+        "iso_sla_catalog_with_1000_draws_s": _pick(results.get("bench_iso_sla", {}),
+                                                   "iso_sla_with_confidence_1000_draws", "median_s"),
     }
     return {
         "date": dt.datetime.now().isoformat(timespec="seconds"),

@@ -356,3 +356,27 @@ def test_compare_at_equal_service_level(capsys) -> None:  # type: ignore[no-unty
     code, out, err = run_cli(capsys, *argv)
     assert code == 0 and "at equal service level" in out
     assert_one_line_error(*run_cli(capsys, *argv[:-1], "bf16,zz"), "weights")
+
+
+def test_compare_at_equal_service_level_with_confidence(capsys) -> None:  # type: ignore[no-untyped-def]
+    argv = ["compare", "--model", "llama-3.1-70b", "--gen-len", "256", "--seq-len", "1024", "--gpus-list",
+            "h100-sxm,mi300x,b200", "--max-tpot", "0.05", "--iso-sla", "--weights-options", "bf16,fp8",
+            "--confidence", "40"]  # fmt: skip
+    code, out, err = run_cli(capsys, *argv, "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    conf = doc["confidence"]
+    assert conf["draws"] == 40 and conf["drawn"]
+    assert sum(conf["shares"].values()) + conf["no_recommendation"] == pytest.approx(1.0)
+    assert set(conf["shares"]) == {r["candidate"] for r in doc["results"]}
+    for b in conf["break_even"]:
+        assert b["low"] <= b["threshold"] <= b["high"] and b["direction"] in ("at least", "at most")
+    losers = [r for r in doc["results"][1:] if r["meets_targets"]]
+    assert all(r["break_even_usd_per_gpu_hour"] > 0 for r in losers)
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert "confidence at equal service level over 40 draws" in out and "of draws" in out
+    assert all(f"{b['winner']} wins if {b['assumption']}" in out for b in conf["break_even"])
+    assert_one_line_error(*run_cli(capsys, *argv, "--csv", "-"), "--iso-sla")
+    plain = [a for a in argv if a not in ("--iso-sla", "--weights-options", "bf16,fp8")]
+    assert_one_line_error(*run_cli(capsys, *plain, "--confidence-tails", "drawn"), "--confidence-tails")

@@ -433,3 +433,34 @@ def test_a_training_only_comparison_has_no_pareto_chart(qapp, tmp_path: Path) ->
     project = Project(name="T", scenarios=(SCENARIOS[1],))
     request = ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "h200-sxm"))
     assert collect(request).pareto is None
+
+
+def test_the_comparison_at_equal_service_level_and_its_confidence_when_asked(qapp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """iso_sla: the comparison section adds each candidate's cheapest configuration meeting the
+    targets, with its share of the draws (the engine's own) and the break-even thresholds."""
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.compare import Candidate, Targets
+    from workbench.engine.iso_confidence import iso_sla_confidence
+    from workbench.pluginhost import default_engine
+    from workbench.report.pdf import export_report
+
+    served = Scenario(name="Serve 70B", model="llama-3.1-70b", gpu="h100-sxm", gen_len=256, seq_len=1024)
+    project = Project(name="Iso", scenarios=(served,))
+    targets = Targets(max_tpot_s=0.05)
+    request = ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "mi300x", "b200"),
+                            targets=targets, confidence_draws=60, iso_sla=True, weights_options=("bf16", "fp8"))  # fmt: skip
+    data = collect(request)
+    name, results, confidence, demand = data.iso
+    direct = iso_sla_confidence(default_engine(), served, [Candidate(c) for c in ("h100-sxm", "mi300x", "b200")],
+                                lambda s: resolve_scenario(s, project), targets, weights=["bf16", "fp8"], draws=60)  # fmt: skip
+    assert name == "Serve 70B" and confidence.shares == direct.shares and confidence.break_even == direct.break_even
+    path = tmp_path / "iso.pdf"
+    export_report(request, path)
+    text = _text(path)
+    assert "At equal service level" in text and "Share of draws" in text and "Break-even" in text
+    winner = results[0]
+    assert winner.candidate.label in text and f"{direct.shares[winner.candidate.label]:.0%}" in text
+    assert not demand and f"${winner.best.usd_per_million_tokens:.3g}/Mtok" in text  # the cost it is ranked on
+    plain = tmp_path / "plain.pdf"
+    export_report(ReportRequest(project=project, sections=("comparison",), candidates=("h100-sxm", "mi300x")), plain)
+    assert "At equal service level" not in _text(plain)

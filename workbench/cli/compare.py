@@ -380,6 +380,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     scenarios, project = _scenarios(args)
     candidates = _apply_price_flags(args, _candidates(args, project) or [])
+    if args.confidence_tails != "base" and not (args.iso_sla and args.confidence):
+        raise InputError("--confidence-tails goes with --iso-sla --confidence N")
+    if args.iso_sla:  # its own search: the comparison at the typed batch is not shown with it
+        return _iso_sla(args, scenarios[0], candidates, project)
     confidence = None
     if args.confidence:
         from workbench.engine.confidence import decision_confidence
@@ -391,17 +395,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         comparison = compare(
             default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
         )
-    if args.iso_sla:
-        from workbench.engine.iso_sla import iso_sla
-
-        weights = [w.strip() for w in args.weights_options.split(",") if w.strip()] if args.weights_options else None
-        iso = iso_sla(default_engine(), scenarios[0], candidates, _resolver(project), _targets(args), weights=weights)
-        if args.json:
-            _emit_json({"scenario": scenarios[0].name, "targets": _targets(args).as_dict(),
-                        "results": [r.as_dict() for r in iso]})  # fmt: skip
-        else:
-            print(render_iso_sla(scenarios[0].name, iso, _targets(args)))
-        return 0
     fronts = None
     if args.pareto or args.pareto_csv:
         from workbench.engine.pareto import pareto_fronts
@@ -442,9 +435,37 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def render_iso_sla(scenario: str, results: Any, targets: Any) -> str:
-    """Each candidate in its cheapest configuration that meets the targets, ranked."""
+def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any], project: Project | None) -> int:
+    from workbench.engine.iso_sla import iso_sla
+    from workbench.pluginhost import default_engine
+
+    weights = [w.strip() for w in args.weights_options.split(",") if w.strip()] if args.weights_options else None
+    if args.csv or args.html:
+        raise InputError("--iso-sla goes with the text or --json output, not --csv/--html")
+    confidence = None
+    if args.confidence:
+        from workbench.engine.iso_confidence import iso_sla_confidence
+
+        confidence = iso_sla_confidence(default_engine(), scenario, candidates, _resolver(project), _targets(args),
+                                        weights=weights, draws=args.confidence, tails=args.confidence_tails)  # fmt: skip
+        iso = confidence.base
+    else:
+        iso = iso_sla(default_engine(), scenario, candidates, _resolver(project), _targets(args), weights=weights)
+    if args.json:
+        doc = {"scenario": scenario.name, "targets": _targets(args).as_dict(), "results": [r.as_dict() for r in iso]}
+        if confidence is not None:
+            doc["confidence"] = confidence.as_dict()
+        _emit_json(doc)
+    else:
+        print(render_iso_sla(scenario.name, iso, _targets(args), confidence))
+    return 0
+
+
+def render_iso_sla(scenario: str, results: Any, targets: Any, confidence: Any = None) -> str:
+    """Each candidate in its cheapest configuration that meets the targets, ranked; with a
+    confidence, each one's share of the draws beside it and the break-even thresholds after."""
     demand = targets.min_tokens_per_s is not None
+    shares = {} if confidence is None else confidence.shares
     lines = [f"{scenario} at equal service level: each candidate in its cheapest configuration of one-node replicas "
              f"that meets the targets ({'cost per hour of the replicas the demand needs' if demand else 'cost per million tokens'})"]  # fmt: skip
     for r in results:
@@ -456,9 +477,30 @@ def render_iso_sla(scenario: str, results: Any, targets: Any) -> str:
         lines.append(f"  {r.rank:>2}  {r.candidate.label}: {cost} with {b.describe()} ({b.gpus} GPUs; "
                      f"mean TTFT {b.ttft_s * 1e3:.3g} ms, TPOT {b.tpot_s * 1e3:.3g} ms, {b.tokens_per_s:,.0f} tokens/s)")  # fmt: skip
         lines.extend(f"      {note}" for note in r.notes if note.startswith("simulated"))
+        if r.break_even_usd_per_gpu_hour is not None:
+            lines.append(f"      it would win at a price below ${r.break_even_usd_per_gpu_hour:,.2f}/GPU-h")
     general = next((n for r in results for n in r.notes if not n.startswith("simulated")), "")
     if general:
         lines.append(f"  note: {general}")
+    if confidence is not None:
+        lines.append(render_iso_confidence(confidence))
+    return "\n".join(lines)
+
+
+def render_iso_confidence(confidence: Any) -> str:
+    """The shares of the draws each candidate wins at equal service level, and the thresholds."""
+    lines = [f"confidence at equal service level over {confidence.draws:,} draws (seed {confidence.seed}) of "
+             f"{len(confidence.drawn)} assumptions, each uniform over its documented range:"]  # fmt: skip
+    for label, share in sorted(confidence.shares.items(), key=lambda item: (-item[1], item[0])):
+        if share:
+            lines.append(f"  {label}: the cheapest that meets the targets in {share:.1%} of draws")
+    if confidence.no_recommendation:
+        lines.append(f"  no candidate meets the targets in {confidence.no_recommendation:.1%} of draws")
+    if confidence.drawn:
+        lines.append("  drawn: " + ", ".join(f"{f.id} {f.low:.3g}..{f.high:.3g}" for f in confidence.drawn))
+    for b in confidence.break_even:
+        lines.append(f"  break-even: {b.describe()}")
+    lines.extend(f"  note: {note}" for note in confidence.notes)
     return "\n".join(lines)
 
 
@@ -741,6 +783,11 @@ def add_compare_commands(
         "weight precision, replicas for --min-tokens-per-s) that meets the targets (first scenario)",
     )  # fmt: skip
     comp.add_argument("--weights-options", metavar="W,W", help="with --iso-sla: weight precisions allowed (e.g. bf16,fp8)")
+    comp.add_argument(
+        "--confidence-tails", choices=["base", "drawn"], default="base",
+        help="with --iso-sla --confidence and a demand: simulate each configuration's p99 once at the assumptions' "
+        "own values (base, fast) or at every draw's values (drawn: exact, seconds per hundred draws)",
+    )  # fmt: skip
     comp.add_argument(
         "--pareto", action="store_true",
         help="also each candidate's Pareto fronts on one node (TP x concurrency): throughput per GPU against "

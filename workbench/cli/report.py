@@ -63,6 +63,12 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
         "--confidence", type=draw_count, metavar="N", default=0,
         help="add the comparison's decision confidence over N Monte Carlo draws of the assumption ranges",
     )  # fmt: skip
+    report.add_argument(
+        "--iso-sla", action="store_true",
+        help="add the comparison at equal service level of the first serving scenario (with its confidence "
+        "when --confidence is given)",
+    )  # fmt: skip
+    report.add_argument("--weights-options", metavar="W,W", help="with --iso-sla: weight precisions allowed (e.g. bf16,fp8)")
     report.add_argument("--author", help="who prepared the report (default: the project's author)")
     report.add_argument("--title", help="report title (default: 'GPU sizing report')")
     report.set_defaults(handler=_cmd_report)
@@ -147,6 +153,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
         targets=None if targets == Targets() else targets,  # none given: the saved comparison's
         page_size=args.page_size,
         confidence_draws=args.confidence,
+        iso_sla=args.iso_sla,
+        weights_options=tuple(w.strip() for w in (args.weights_options or "").split(",") if w.strip()),
         author=args.author,
         **({"title": args.title} if args.title else {}),
     )

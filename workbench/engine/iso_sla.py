@@ -67,6 +67,9 @@ class IsoResult:
     searched: int  # configurations that run
     rank: int = 0
     notes: list[str] = field(default_factory=list)
+    #: A candidate that meets the targets but loses: the rental price per GPU-hour below which it
+    #: would win (every configuration's cost scales with the price, so its best one stays best).
+    break_even_usd_per_gpu_hour: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +80,7 @@ class IsoResult:
             "configurations_searched": self.searched,
             "best": None if self.best is None else self.best.as_dict(),
             "notes": list(self.notes),
+            "break_even_usd_per_gpu_hour": self.break_even_usd_per_gpu_hour,
         }
 
 
@@ -94,22 +98,73 @@ def iso_sla(
     """Every candidate in its cheapest configuration meeting ``targets``, ranked (module docstring).
 
     ``weights``: the weight precisions allowed (default: the scenario's own)."""
+    return search(engine, scenario, candidates, resolve, targets, weights=weights, batches=batches,
+                  progress=progress).results  # fmt: skip
+
+
+@dataclass(slots=True)
+class Search:
+    """:func:`iso_sla`'s answer and what it saw on the way: every configuration that runs, per
+    candidate, and the simulated tails (p99 TTFT, p99 TPOT, requests/s or None) by
+    (candidate label, weights, TP, batch, replicas). :mod:`workbench.engine.iso_confidence`
+    draws the same configurations again and reads the tails it needs from here."""
+
+    results: list[IsoResult]
+    allowed: list[str]
+    configs: dict[Candidate, list[Config]]
+    tails: dict[tuple[str, str, int, int, int], tuple[float, float, float] | None]
+
+
+def search(
+    engine: Engine,
+    scenario: Scenario,
+    candidates: Sequence[Candidate],
+    resolve: Resolve,
+    targets: Targets | None = None,
+    *,
+    weights: Sequence[str] | None = None,
+    batches: Sequence[int] = BATCHES,
+    progress: Progress | None = None,
+) -> Search:
+    """:func:`iso_sla`, keeping what the search saw (:class:`Search`)."""
     if scenario.is_training:
         raise InputError("the equal-service-level comparison is for serving scenarios")
     if not candidates:
         raise InputError("give at least one candidate accelerator")
     targets = targets or Targets()
-    allowed = list(weights) if weights else [scenario.weights.value if scenario.weights else scenario.dtype.value]
+    allowed = allowed_weights(scenario, weights)
     resolve = cached_resolver(resolve)
     results = []
+    found = Search([], allowed, {}, {})
     for candidate in candidates:
-        results.append(_search(engine, scenario, candidate, resolve, targets, allowed, batches))
+        seen = found.configs[candidate] = []
+        results.append(_search(engine, scenario, candidate, resolve, targets, allowed, batches, seen, found.tails))
         if progress is not None:
             progress(len(results), len(candidates))
     ranked = sorted(results, key=lambda r: _order(r, targets.min_tokens_per_s is not None))
     for i, result in enumerate(ranked, 1):
         result.rank = i
-    return ranked
+    _break_even_prices(ranked, targets.min_tokens_per_s is not None)
+    found.results = ranked
+    return found
+
+
+def _break_even_prices(ranked: Sequence[IsoResult], demand: bool) -> None:
+    """The price at which each losing candidate that meets the targets would cost what the winner
+    costs (its cost is its GPUs times its price per GPU-hour)."""
+    if not ranked or not ranked[0].meets or ranked[0].best is None:
+        return
+    floor = objective(ranked[0].best, demand)
+    for result in ranked[1:]:
+        best = result.best
+        cost = None if best is None or not result.meets else objective(best, demand)
+        if cost and floor is not None and best is not None and best.usd_per_hour is not None and best.gpus:
+            result.break_even_usd_per_gpu_hour = best.usd_per_hour / best.gpus * floor / cost
+
+
+def allowed_weights(scenario: Scenario, weights: Sequence[str] | None) -> list[str]:
+    """The weight precisions the search may choose: ``weights``, else the scenario's own."""
+    return list(weights) if weights else [scenario.weights.value if scenario.weights else scenario.dtype.value]
 
 
 def objective(config: Config, demand: bool) -> float | None:
@@ -126,7 +181,8 @@ def _order(result: IsoResult, demand: bool) -> tuple[Any, ...]:
 
 def _search(
     engine: Engine, scenario: Scenario, candidate: Candidate, resolve: Resolve, targets: Targets,
-    allowed: Sequence[str], batches: Sequence[int],
+    allowed: Sequence[str], batches: Sequence[int], seen: list[Config],
+    tails: dict[tuple[str, str, int, int, int], tuple[float, float, float] | None],
 ) -> IsoResult:  # fmt: skip
     demand = targets.min_tokens_per_s
     meeting: list[Config] = []
@@ -135,11 +191,12 @@ def _search(
     for weights in allowed:
         variant = with_fields(scenario, {"weights": validated_value(scenario, "weights", weights)})
         anchor = resolve(_candidate_scenario(variant, candidate))
-        for tp, batch, group, i in node_configurations(engine, anchor, batches):
+        for tp, batch, group, i in node_configurations(engine, anchor, batches, CONFIG_KEYS):
             config = _config(group, i, weights, tp, batch, demand)
             if config is None:
                 continue
             searched += 1
+            seen.append(config)
             best_ttft, best_tpot = min(best_ttft, config.ttft_s), min(best_tpot, config.tpot_s)
             if targets.max_ttft_s is not None and config.ttft_s > targets.max_ttft_s:
                 continue
@@ -167,7 +224,7 @@ def _search(
     # Under the demand's load the tail matters: the cheapest configurations are simulated in cost
     # order (their replicas sharing the requests) until one keeps its p99 within the targets.
     for config in pool[:SIMULATED_TRIES]:
-        tail = simulated_tail(engine, scenario, candidate, resolve, config, demand)
+        tail = tail_of(engine, scenario, candidate, resolve, config, demand, tails)
         if tail is None:
             continue
         ttft99, tpot99, rate = tail
@@ -190,6 +247,17 @@ SIMULATED_TRIES = 6
 SIMULATED_REQUESTS = 600
 
 
+def tail_of(
+    engine: Engine, scenario: Scenario, candidate: Candidate, resolve: Resolve, config: Config, demand: float,
+    tails: dict[tuple[str, str, int, int, int], tuple[float, float, float] | None],
+) -> tuple[float, float, float] | None:
+    """:func:`simulated_tail`, each (candidate, weights, TP, batch, replicas) simulated once."""
+    key = (candidate.label, config.weights, config.tp, config.batch, config.replicas)
+    if key not in tails:
+        tails[key] = simulated_tail(engine, scenario, candidate, resolve, config, demand)
+    return tails[key]
+
+
 def simulated_tail(
     engine: Engine, scenario: Scenario, candidate: Candidate, resolve: Resolve, config: Config, demand: float
 ) -> tuple[float, float, float] | None:
@@ -209,6 +277,9 @@ def simulated_tail(
     return ttft, tpot, rate
 
 
+#: The keys the search reads of each configuration (its groups are run for these only).
+CONFIG_KEYS = ("performance.ttft_s", "performance.tpot_s", "performance.tokens_per_s", "cost.usd_per_hour",
+               "cost.usd_per_million_tokens")  # fmt: skip
 _TAIL_KEYS = ("performance.sim.ttft_p99_s", "performance.sim.tpot_p99_s")
 
 

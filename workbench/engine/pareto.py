@@ -25,6 +25,7 @@ from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import Candidate, Progress, Resolve, _candidate_scenario, cached_resolver
 from workbench.engine.pipeline import Engine
+from workbench.engine.solvers import runnable
 from workbench.engine.variations import with_fields
 
 #: Concurrencies tried per replica (one point group per candidate and TP degree).
@@ -110,19 +111,31 @@ def pareto_fronts(
 
 
 def node_configurations(
-    engine: Engine, anchor: ResolvedScenario, batches: Sequence[int]
+    engine: Engine, anchor: ResolvedScenario, batches: Sequence[int], wanted: Sequence[str] | None = None
 ) -> Iterator[tuple[int, int, Any, int]]:
     """(TP, batch, point group, index) of every configuration of one node that runs (fits in
     memory, no guard-rail error): TP over the divisors of the node's GPUs, one point group each
-    over ``batches``."""
+    over ``batches``.
+
+    ``wanted``: the keys the caller reads. The groups are then run for those and ``memory.fits``
+    only (a fraction of a full estimate), and the guard-rails are checked on one full estimate of
+    the layout at its first fitting batch: a guard-rail that refuses a plan that fits refuses the
+    layout (TP against the heads, the experts, the KV heads), the same at every batch."""
     per_node = anchor.cluster.node.gpus_per_node
+    keys = None if wanted is None else tuple(dict.fromkeys(("memory.fits", *wanted)))
     for tp in (d for d in range(1, per_node + 1) if per_node % d == 0):
-        laid = with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
-                                             "parallel.dp": 1, "parallel.ep": 1})  # fmt: skip
-        group = engine.run_points(anchor.with_scenario(laid), {"batch_size": list(batches)})
-        for i, batch in enumerate(batches):
-            if group.get(i, "memory.fits") and not any(w.severity == "error" for w in group.point_warnings(i)):
-                yield tp, batch, group, i
+        laid = anchor.with_scenario(with_fields(anchor.scenario, {"num_gpus": tp, "parallel.tp": tp, "parallel.pp": 1,
+                                                                  "parallel.dp": 1, "parallel.ep": 1}))  # fmt: skip
+        group = engine.run_points(laid, {"batch_size": list(batches)}, keys)
+        fitting = [i for i in range(len(batches)) if group.get(i, "memory.fits")]
+        if keys is not None:
+            if fitting and not runnable(engine.run_points(laid, {"batch_size": [batches[fitting[0]]]}).estimate(0)):
+                continue
+            yield from ((tp, batches[i], group, i) for i in fitting)
+            continue
+        for i in fitting:
+            if not any(w.severity == "error" for w in group.point_warnings(i)):
+                yield tp, batches[i], group, i
 
 
 def _point(group: Any, i: int, batch: int, tp: int) -> FrontPoint | None:

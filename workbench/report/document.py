@@ -87,6 +87,11 @@ class ReportRequest:
     #: Draws of the documented assumption ranges behind the comparison's decision confidence
     #: (``workbench.engine.confidence``); 0: none.
     confidence_draws: int = 0
+    #: Add the comparison at equal service level (``workbench.engine.iso_sla``) of the first serving
+    #: scenario, with its confidence over ``confidence_draws`` draws when that is not 0.
+    iso_sla: bool = False
+    #: Weight precisions the equal-service-level search may choose (empty: the scenario's own).
+    weights_options: tuple[str, ...] = ()
     title: str = "GPU sizing report"
     author: str | None = None
     date: dt.date = field(default_factory=dt.date.today)
@@ -135,6 +140,9 @@ class ReportData:
     confidence: Any = None
     #: (scenario name, Pareto fronts of the charted candidates, how many were left out), or None.
     pareto: Any = None
+    #: (scenario name, ranked ``iso_sla`` results, ``IsoConfidence`` or None, whether a demand is
+    #: set: cost per hour of its replicas, else per million tokens) when asked, or None.
+    iso: Any = None
     #: Scenario name -> result of ``workbench.engine.sensitivity`` for that scenario.
     sensitivity: dict[str, Any] = field(default_factory=dict)
     #: Scenario name -> the fixes that make it fit (``workbench.engine.fixes``), for plans that do not.
@@ -196,6 +204,9 @@ def collect(
             data.confidence = _confidence(request, eng, data.comparison, data.notes)
         if data.comparison is not None:
             data.pareto = _pareto(request, eng, data.comparison, data.notes)
+        if data.comparison is not None and request.iso_sla:
+            tick("Comparing at equal service level")
+            data.iso = _iso(request, eng, data.notes)
     if want_sensitivity:
         for estimate in estimates:
             tick(f"Sensitivity of {estimate.resolved.scenario.name}")
@@ -283,6 +294,41 @@ def _pareto(request: ReportRequest, engine: Engine, comparison: Any, notes: list
         notes.append(f"The Pareto fronts could not be computed: {exc}")
         return None
     return scenario.name, fronts, max(len(ranked) - len(candidates), 0)
+
+
+def _iso(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
+    """The first serving scenario's comparison at equal service level (with its confidence when
+    draws are asked for), as (scenario name, ranked results, confidence or None); None when no
+    scenario serves or it fails (said in ``notes``)."""
+    from workbench.catalog.resolve import resolve_scenario
+    from workbench.engine.compare import Candidate
+
+    scenario = next((s for s in request.selected_scenarios() if not s.is_training), None)
+    if scenario is None:
+        notes.append("The comparison at equal service level is for serving scenarios: none is selected.")
+        return None
+    project = request.project
+    prices = project.comparisons[0].usd_per_gpu_hour if project.comparisons else {}
+    candidates = [Candidate(c, usd_per_gpu_hour=prices.get(c)) for c in comparison_candidates(request)]
+    resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
+    weights = list(request.weights_options) or None
+    targets = comparison_targets(request)
+    demand = targets.min_tokens_per_s is not None
+    try:
+        if request.confidence_draws:
+            from workbench.engine.iso_confidence import iso_sla_confidence
+
+            confidence = iso_sla_confidence(engine, scenario, candidates, resolve, targets, weights=weights,
+                                            draws=request.confidence_draws)  # fmt: skip
+            return scenario.name, confidence.base, confidence, demand
+        from workbench.engine.iso_sla import iso_sla
+
+        return scenario.name, iso_sla(engine, scenario, candidates, resolve, targets, weights=weights), None, demand
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
+        notes.append(f"The comparison at equal service level could not be made: {exc}")
+        return None
 
 
 def _confidence(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:

@@ -768,6 +768,58 @@ def build_comparison(data: ReportData, body: Body) -> None:
         failed = next((n for n in data.notes if "decision confidence" in n), "")
         if failed:
             body.para(_e(failed))
+    if data.iso is not None:
+        _iso_body(*data.iso, body)
+    else:
+        failed = next((n for n in data.notes if "equal service level" in n), "")
+        if failed:
+            body.para(_e(failed))
+
+
+def _iso_body(scenario: str, results: Any, confidence: Any, demand: bool, body: Body) -> None:
+    """Each candidate in its cheapest configuration meeting the targets, with its share of the
+    draws and its break-even price; then the assumption thresholds at which the winner changes."""
+    body.heading("At equal service level")
+    body.intro(
+        f"{_e(scenario)} with each candidate in the configuration that meets the targets at the lowest cost: "
+        "tensor parallelism and concurrency on one node, the allowed weight precisions, and replicas for the "
+        "demand; where a demand and latency targets are set, the cheapest configurations are simulated under "
+        "the demand's load until one holds at p99. Cost: "
+        + ("per hour of the replicas the demand needs." if demand else "per million output tokens.")
+        + " A losing candidate's break-even is the rental price per GPU-hour below which it would win."
+        + ("" if confidence is None else f" Share of draws: how often it wins over {confidence.draws:,} draws of "
+           "the documented assumption ranges.")
+    )  # fmt: skip
+    shares = {} if confidence is None else confidence.shares
+    rows = []
+    for r in results:
+        b = r.best
+        if b is None or not r.meets:
+            what, cost = _e(r.reason), ""
+        else:
+            what = _e(f"{b.describe()} ({b.gpus} GPUs)")
+            value = b.usd_per_hour if demand else b.usd_per_million_tokens
+            cost = "" if value is None else f"${value:,.2f}/h" if demand else f"${value:.3g}/Mtok"
+        breaks = "" if r.break_even_usd_per_gpu_hour is None else f"${r.break_even_usd_per_gpu_hour:,.2f}/GPU-h"
+        row = [str(r.rank), _e(r.candidate.label), what, cost, breaks]
+        if confidence is not None:
+            row.append(f"{shares.get(r.candidate.label, 0.0):.0%}")
+        rows.append(row)
+    headers = ["#", "Candidate", "Configuration", "Cost", "Break-even price"]
+    widths = [4, 14, 48, 15, 19]
+    if confidence is not None:
+        headers.append("Share of draws")
+        widths = [4, 13, 41, 14, 17, 11]
+    body.table(headers, rows, widths=widths, align=["right", "left", "left", "right", "right", "right"][: len(headers)],
+               title="At equal service level")  # fmt: skip
+    if confidence is None:
+        return
+    if confidence.no_recommendation:
+        body.para(f"No candidate meets the targets in {confidence.no_recommendation:.0%} of the draws.")
+    for b in confidence.break_even:
+        body.para(_e("Break-even: " + b.describe() + "."))
+    for note in confidence.notes:
+        body.para(_e(note))
 
 
 def _pareto_body(pareto: Any, body: Body) -> None:
