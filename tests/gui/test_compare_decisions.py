@@ -180,7 +180,8 @@ def test_equal_service_level_mode_shows_iso_slas_ranking(qtbot, view, engine, pr
     assert winner.meets and page.winner().candidate == winner.candidate
     table = page.table
     assert table.item(0, 2).text() == f"TP {winner.best.tp}, batch {winner.best.batch}, {winner.best.weights}"
-    assert table.item(0, 4).text().endswith("/M tok")
+    assert table.item(0, 4).text() == f"${winner.best.usd_per_million_tokens:,.3g}"
+    assert table.horizontalHeaderItem(4).text() == "Cost\n($/M tok)"
     assert "At equal service level" in page.summary.text()
     failing = [n for n, r in enumerate(ref) if not r.meets]
     assert failing  # t4 cannot keep TPOT under 20 ms for this model, or cannot run it

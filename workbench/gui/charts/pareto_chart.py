@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QToolTip, QVBoxLay
 from workbench.engine.compare import Candidate
 from workbench.engine.pareto import Front, FrontPoint
 from workbench.gui import theme
+from workbench.gui.charts.axes import LogCompactAxis
 from workbench.gui.charts.plot_titles import PlotTitles
 from workbench.gui.compare.compare_format import number, short_name
 from workbench.gui.elided_label import WholeLinesLabel, WrappedLabel
@@ -79,7 +80,8 @@ class ParetoChart(QWidget):
         self.front_picker.setToolTip("Which trade-off the curves show: what a GPU delivers against what each user "
                                      "sees, or what a million tokens cost against the time per token")
         self.front_picker.currentIndexChanged.connect(lambda _: self._draw())
-        self.plot_widget = pg.PlotWidget(self)
+        self.plot_widget = pg.PlotWidget(self, axisItems={"bottom": LogCompactAxis("bottom"),
+                                                          "left": LogCompactAxis("left")})
         self.plot_widget.setMinimumSize(220, 160)
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setMenuEnabled(False)

@@ -44,6 +44,8 @@ from workbench.gui.elided_label import WholeLinesLabel
 #: Weight precisions a user may allow (serving: fp32 weights are never the cheaper choice).
 WEIGHT_CHOICES = tuple(w.value for w in WeightFormat if w is not WeightFormat.FP32)
 
+#: The accelerator column's widest (logical pixels).
+ACCELERATOR_MAX_PX = 170
 #: (id, header, tooltip)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("rank", "#", "Rank at equal service level: meeting the targets first, then by cost"),
@@ -66,7 +68,7 @@ def cost_text(result: IsoResult, demand: bool) -> str:
     value = None if best is None else objective(best, demand)
     if value is None:
         return "–" if best is None else "no price"
-    return f"${value:,.2f}/h" if demand else f"${value:,.3g}/M tok"
+    return f"${value:,.2f}" if demand else f"${value:,.3g}"  # the unit is in the column's header
 
 
 class IsoSlaView(QWidget):
@@ -219,6 +221,7 @@ class IsoSlaView(QWidget):
         self.progress.stopped(text)
 
     def _on_mode(self, on: bool) -> None:
+        self.mode_button.setText("✓ At equal service level" if on else "At equal service level")
         if on:
             self._dirty = True
             if self.isVisible():
@@ -304,6 +307,10 @@ class IsoSlaView(QWidget):
                 if ident == "why" and not result.meets:
                     item.setForeground(QColor(theme.BAD_COLOUR))
                 self.table.setItem(row, col, item)
+        # As wide as the longest name, up to a limit (a longer one is elided, whole in its tooltip).
+        widest = max((self.table.fontMetrics().horizontalAdvance(self.table.item(r, 1).text())
+                      for r in range(len(results))), default=0)
+        self.table.setColumnWidth(1, min(widest + 24, ACCELERATOR_MAX_PX))
 
     def winner(self) -> IsoResult | None:
         return self.results[0] if self.results and self.results[0].meets else None
@@ -369,6 +376,8 @@ def summary_html(results: list[IsoResult], names: dict[Candidate, str], demand: 
         return "<b>No candidate meets the targets at any configuration searched.</b>"
     name = escape(short_name(names.get(winner.candidate, winner.candidate.label)))
     meeting = sum(r.meets for r in results)
-    return (f"<b>At equal service level: {name}</b>, {escape(cost_text(winner, demand))} with "
-            f"{escape(winner.best.describe())} ({winner.best.gpus:,} GPUs). <small>{meeting} of {len(results)} "
+    unit = "/h" if demand else " per M tokens"
+    return (f"<b>At equal service level: {name}</b>, {escape(cost_text(winner, demand))}{unit} with "
+            f"{escape(winner.best.describe())} ({winner.best.gpus:,} GPU{'s' * (winner.best.gpus != 1)}). "
+            f"<small>{meeting} of {len(results)} "
             f"candidates meet the targets.</small>")

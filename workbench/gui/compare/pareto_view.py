@@ -104,6 +104,7 @@ class ParetoView(QWidget):
         self._inputs: tuple[Project, Scenario, tuple[Candidate, ...], dict[Candidate, str]] | None = None
         self._why_none = "Compare first: the fronts are drawn for the ranking's best candidates."
         self._shown_inputs: tuple[Any, ...] | None = None
+        self._all_candidates: tuple[Candidate, ...] = ()
         self._dirty = False
         self.fronts: list[Front] = []
         self.scenario: Scenario | None = None
@@ -116,6 +117,7 @@ class ParetoView(QWidget):
         """What to search: ``candidates`` (best-ranked first) on ``scenario``; with no scenario,
         ``why_none`` says why there is nothing to show."""
         inputs = None if scenario is None or not candidates else (project, scenario, candidates[:MAX_FRONTS], names)
+        self._all_candidates = candidates
         if _key(inputs) == _key(self._inputs) and (inputs is not None or self._why_none == why_none):
             return
         self._inputs = inputs
@@ -164,10 +166,10 @@ class ParetoView(QWidget):
         self.fronts, self.scenario, self._shown_inputs = fronts, scenario, _key(self._inputs)
         self.chart.set_fronts(fronts, names)
         points = sum(len(f.points) for f in fronts)
-        self.progress.stopped(
-            f"“{scenario.name}”: {points} configurations of {len(fronts)} candidate{'s' * (len(fronts) != 1)} "
-            f"(TP over the node's GPUs × batch 1–1,024; the {len(fronts)} best-ranked at most {MAX_FRONTS}). "
-            "Click a marker to apply it.")
+        left_out = len(self._all_candidates) - len(candidates)
+        more = f", the best-ranked {len(candidates)} of {len(self._all_candidates)}" if left_out > 0 else ""
+        self.progress.stopped(f"“{scenario.name}”: {points} configurations (TP × batch on one node) of "
+                              f"{len(fronts)} candidate{'s' * (len(fronts) != 1)}{more}.")
         self.fronts_shown.emit(generation)
 
     def _on_failed(self, generation: int, message: str) -> None:
