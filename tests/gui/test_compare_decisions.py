@@ -206,3 +206,43 @@ def test_cancel_stops_the_equal_service_level_search(qtbot, view) -> None:  # ty
     assert page.runner.pool.waitForDone(5000)
     qtbot.wait(100)
     assert page.results == [] and page.table.rowCount() == 0
+
+
+def test_training_scenarios_say_the_pages_are_for_serving(qtbot, catalogs, engine) -> None:  # type: ignore[no-untyped-def]
+    project = Project(name="Train", scenarios=(
+        Scenario(name="train", model="llama-3.1-8b", gpu="h100-sxm", workload="pretrain", num_gpus=8,
+                 parallel={"tp": 8}, batch_size=4, train_tokens=1e10),))
+    controller = ProjectController(catalogs, project)
+    view = CompareView(controller, catalogs, lambda: engine)
+    qtbot.addWidget(view)
+    view.set_candidates(["h100-sxm", "b200"])
+    with qtbot.waitSignal(view.comparison_shown, timeout=20000):
+        view.show()
+    try:
+        view.result_tabs.setCurrentWidget(view.pareto_view)
+        assert "for serving scenarios" in view.pareto_view.progress.label.text()
+        assert not view.pareto_view.runner.is_busy() and view.pareto_view.fronts == []
+        view.result_tabs.setCurrentWidget(view.iso_view)
+        view.iso_view.mode_button.setChecked(True)
+        assert "for serving scenarios" in view.iso_view.progress.label.text()
+        assert not view.iso_view.runner.is_busy()
+    finally:
+        view.shutdown()
+
+
+def test_the_points_export_as_json_and_csv(qtbot, view, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import csv
+    import json
+
+    page = _show_pareto(qtbot, view)
+    doc = json.loads(page.export_text("json"))
+    assert doc["scenario"] == "chat"
+    assert [f["candidate"] for f in doc["fronts"]] == [f.candidate.label for f in page.fronts]
+    assert doc["fronts"][0]["points"][0] == page.fronts[0].points[0].as_dict()
+    rows = list(csv.DictReader(page.export_text("csv").splitlines()))
+    first = page.fronts[0].points[0]
+    assert (rows[0]["candidate"], int(rows[0]["tp"]), int(rows[0]["batch"])) == (
+        page.fronts[0].candidate.label, first.tp, first.batch)
+    assert float(rows[0]["tokens_per_s_per_gpu"]) == first.tokens_per_s_per_gpu
+    on_front = {(r["candidate"], r["tp"], r["batch"]) for r in rows if r["on_throughput_front"] == "true"}
+    assert on_front == {(f.candidate.label, str(p.tp), str(p.batch)) for f in page.fronts for p in f.throughput}
