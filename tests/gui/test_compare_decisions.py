@@ -157,6 +157,9 @@ def test_clicking_a_point_applies_it_and_undo_restores_the_scenario(qtbot, view,
     # The applied scenario is the configuration the point was estimated as.
     estimate = engine.run(resolve_scenario(scenario, controller.project), ("performance.tokens_per_s_per_gpu",))
     assert estimate.get("performance.tokens_per_s_per_gpu") == pytest.approx(point.tokens_per_s_per_gpu)
+    # The edit searches the fronts again (for the edited scenario) and says what was applied.
+    qtbot.waitUntil(lambda: bool(page.fronts) and not page.runner.is_busy(), timeout=30000)
+    assert f"TP {point.tp} on {point.tp} GPU" in page.progress.label.text()
     controller.undo_stack.undo()
     assert controller.project == before
 
@@ -246,3 +249,20 @@ def test_the_points_export_as_json_and_csv(qtbot, view, tmp_path) -> None:  # ty
     assert float(rows[0]["tokens_per_s_per_gpu"]) == first.tokens_per_s_per_gpu
     on_front = {(r["candidate"], r["tp"], r["batch"]) for r in rows if r["on_throughput_front"] == "true"}
     assert on_front == {(f.candidate.label, str(p.tp), str(p.batch)) for f in page.fronts for p in f.throughput}
+
+
+def test_cancel_stops_the_pareto_search(qtbot, view) -> None:  # type: ignore[no-untyped-def]
+    page = view.pareto_view
+    view.result_tabs.setCurrentWidget(page)
+    assert page.progress.running
+    qtbot.mouseClick(page.progress.cancel_button, Qt.MouseButton.LeftButton)
+    assert not page.progress.running and not page.runner.is_busy()
+    assert page.runner.pool.waitForDone(5000)
+    qtbot.wait(100)
+    assert page.fronts == [] and page.chart.drawn == []
+    assert "Cancelled" in page.progress.label.text()
+    # Shown again, the page searches again.
+    view.result_tabs.setCurrentIndex(0)
+    with qtbot.waitSignal(page.fronts_shown, timeout=30000, check_params_cb=lambda g: g > 0):
+        view.result_tabs.setCurrentWidget(page)
+    assert page.fronts

@@ -105,6 +105,7 @@ class ParetoView(QWidget):
         self._why_none = "Compare first: the fronts are drawn for the ranking's best candidates."
         self._shown_inputs: tuple[Any, ...] | None = None
         self._all_candidates: tuple[Candidate, ...] = ()
+        self._applied_note = ""  # the last click's edit, said until the next fronts are on screen
         self._dirty = False
         self.fronts: list[Front] = []
         self.scenario: Scenario | None = None
@@ -168,8 +169,9 @@ class ParetoView(QWidget):
         points = sum(len(f.points) for f in fronts)
         left_out = len(self._all_candidates) - len(candidates)
         more = f", the best-ranked {len(candidates)} of {len(self._all_candidates)}" if left_out > 0 else ""
+        note, self._applied_note = self._applied_note, ""
         self.progress.stopped(f"“{scenario.name}”: {points} configurations (TP × batch on one node) of "
-                              f"{len(fronts)} candidate{'s' * (len(fronts) != 1)}{more}.")
+                              f"{len(fronts)} candidate{'s' * (len(fronts) != 1)}{more}. {note}".rstrip())
         self.fronts_shown.emit(generation)
 
     def _on_failed(self, generation: int, message: str) -> None:
@@ -195,8 +197,11 @@ class ParetoView(QWidget):
         error = self.controller.apply_changes(changes, text)
         if error:
             return self._say(f"cannot apply: {error}")
-        self.progress.stopped(f"Applied to “{self.controller.current}”: {short_name(acc)}, TP {point.tp} on "
-                              f"{point.tp} GPU{'s' * (point.tp != 1)}, batch {point.batch} (Edit > Undo to go back).")
+        # Said now and again under the fronts searched for the edited scenario (the edit starts that search).
+        self._applied_note = (f"Applied to the scenario: {short_name(acc)}, TP {point.tp} on {point.tp} "
+                              f"GPU{'s' * (point.tp != 1)}, batch {point.batch} (Edit > Undo to go back).")
+        if not self.runner.is_busy():
+            self.progress.stopped(self._applied_note)
         return None
 
     def _say(self, text: str, error: bool = True) -> str:
