@@ -7,7 +7,9 @@ The size is the screen's in device pixels: at 150% a 1920x1080 screen gives the 
 logical pixels, as its user sees it. The window fills the screen (as maximized). States: ``charts``
 (the sample's first scenario, Scenario panel in front), ``out-of-memory`` (256 requests: the fixes at
 the top of Results, Model panel in front), ``kernels`` (the Kernels tab), ``compare`` (Hardware panel
-in front) and ``sensitivity``.
+in front), ``compare-confidence`` (the ranking with its 200-draw confidence column),
+``compare-pareto`` (the Pareto fronts page), ``compare-iso`` (the ranking at equal service level, a
+TPOT target set) and ``sensitivity``.
 Writes ``layout.json``: {"size", "logical", "shots": {state: [problems]}}.
 """
 
@@ -33,7 +35,8 @@ class Driver:
     def __init__(self, app: QApplication, out: Path, size: tuple[int, int]) -> None:
         self.app, self.out, self.size = app, out, size
         self.report: dict[str, object] = {"size": list(size), "shots": {}}
-        self.steps = [self.charts, self.out_of_memory, self.kernels, self.compare, self.sensitivity, self.finish]
+        self.steps = [self.charts, self.out_of_memory, self.kernels, self.compare, self.compare_confidence,
+                      self.compare_pareto, self.compare_iso, self.sensitivity, self.finish]
         QTimer.singleShot(0, self.attach)
 
     def attach(self) -> None:
@@ -68,6 +71,12 @@ class Driver:
             QTimer.singleShot(150, then)
         else:
             QTimer.singleShot(30, lambda: self._wait_view(view, then, tries + 1))
+
+    def _wait_idle(self, runner, shown, then, tries: int = 0) -> None:  # type: ignore[no-untyped-def]
+        if (shown() and not runner.is_busy()) or tries > 600:
+            QTimer.singleShot(150, then)
+        else:
+            QTimer.singleShot(30, lambda: self._wait_idle(runner, shown, then, tries + 1))
 
     def _next(self) -> None:
         try:
@@ -110,6 +119,28 @@ class Driver:
 
     def compare(self) -> None:
         self._shot("compare")
+        view = self.window.compare_view
+        view.set_confidence_draws(200)
+        self._wait_idle(view.confidence_runner, lambda: view.confidence is not None, self._next)
+
+    def compare_confidence(self) -> None:
+        self._shot("compare-confidence")
+        view = self.window.compare_view
+        view.result_tabs.setCurrentWidget(view.pareto_view)
+        self._wait_idle(view.pareto_view.runner, lambda: bool(view.pareto_view.fronts), self._next)
+
+    def compare_pareto(self) -> None:
+        self._shot("compare-pareto")
+        view = self.window.compare_view
+        view.set_target("max_tpot_s", 50)
+        view.result_tabs.setCurrentWidget(view.iso_view)
+        view.iso_view.mode_button.setChecked(True)
+        self._wait_view(view, lambda: self._wait_idle(view.iso_view.runner, lambda: bool(view.iso_view.results),
+                                                      self._next))
+
+    def compare_iso(self) -> None:
+        self._shot("compare-iso")
+        self.window.compare_view.result_tabs.setCurrentIndex(0)
         self.window.docks["scenario_dock"].raise_()
         self.window.tabs.show_page("sensitivity")
         self._wait_view(self.window.sensitivity_view, self._next)

@@ -6,7 +6,9 @@ import pytest
 from PySide6.QtCore import QPointF, QRectF
 from PySide6.QtGui import QColor, QImage, QPainter
 
-from workbench.gui.charts.axes import compact
+import math
+
+from workbench.gui.charts.axes import LogCompactAxis, compact
 from workbench.gui.charts.compare_chart import CompareBarChart
 from workbench.gui.charts.label_layout import Segment, around_point, hits, place
 
@@ -18,6 +20,14 @@ from workbench.gui.charts.label_layout import Segment, around_point, hits, place
 ])
 def test_compact_tick_labels(value: float, spacing: float, text: str) -> None:
     assert compact(value, spacing) == text
+
+
+def test_log_axis_labels_the_1_2_5_ticks_of_each_decade(qtbot) -> None:  # type: ignore[no-untyped-def]
+    axis = LogCompactAxis("bottom")
+    values = [math.log10(v) for v in (10, 20, 30, 50, 70, 100, 200, 1000, 2000, 0.2, 0.5)]
+    assert axis.logTickStrings(values, 1.0, 1.0) == ["10", "20", "", "50", "", "100", "200", "1k", "2k", "0.2", "0.5"]
+    # A range with none of them (a short span ticked linearly in log space): every tick is labelled.
+    assert axis.logTickStrings([math.log10(3), math.log10(4)], 1.0, 0.1) == ["3", "4"]
 
 
 def _drawn_ticks(axis) -> list[tuple[QRectF, str]]:  # type: ignore[no-untyped-def]

@@ -28,7 +28,8 @@ from xvfb_server import xvfb
 DRIVER = Path(__file__).resolve().parent / "layout_shots.py"
 SCREENS = ((1280, 800), (1920, 1080), (2560, 1440))
 SCALES = ("1", "1.5")
-TABS = ("charts", "out-of-memory", "kernels", "compare", "sensitivity")
+TABS = ("charts", "out-of-memory", "kernels", "compare", "compare-confidence", "compare-pareto", "compare-iso",
+        "sensitivity")
 
 
 @pytest.fixture(scope="module")

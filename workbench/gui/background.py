@@ -5,6 +5,10 @@ plain function of ``(stale, report)`` that runs on the runner's own pool thread 
 widget. ``stale()`` turns true as soon as a newer job is submitted (long jobs check it between
 steps and give up); ``report(value)`` sends progress. Results, progress and errors come back on the
 GUI thread through queued signals, and only for the newest job.
+
+An engine search that takes a ``progress(done, total)`` callable stops when it raises: give it
+:func:`engine_progress`, which reports ``(done, total)`` and raises :class:`Cancelled` once the job
+is stale (cancelled, or superseded by a newer job). A cancelled job reports nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +27,22 @@ log = logging.getLogger(__name__)
 Stale = Callable[[], bool]
 Report = Callable[[Any], None]
 JobFunction = Callable[[Stale, Report], Any]
+
+
+class Cancelled(Exception):
+    """Raised inside a job to stop it because it went stale; the runner drops it quietly."""
+
+
+def engine_progress(stale: Stale, report: Report) -> Callable[[int, int], None]:
+    """An engine ``progress(done, total)`` callable for a job: reports ``(done, total)`` and stops
+    the search (raises :class:`Cancelled`) as soon as the job is stale."""
+
+    def progress(done: int, total: int) -> None:
+        if stale():
+            raise Cancelled
+        report((done, total))
+
+    return progress
 
 
 class _Bridge(QObject):
@@ -52,6 +72,8 @@ class _Job(QRunnable):
             return
         try:
             result = self._fn(self.stale, self.report)
+        except Cancelled:
+            return
         except WorkbenchError as exc:
             self._emit(self._bridge.error, str(exc))
             return

@@ -77,6 +77,11 @@ def ask_save_png(parent: QWidget, widget: QWidget, name: str) -> Path | None:
     return _write(parent, Path(path), write)
 
 
+def save_text(parent: QWidget, path: str | Path, text: str) -> Path | None:
+    """Write ``text`` (CSV, JSON) to ``path``; a warning and None when it cannot be written."""
+    return _write(parent, Path(path), lambda p: p.write_text(text, encoding="utf-8"))
+
+
 def _write(parent: QWidget, path: Path, write: Callable[[Path], None]) -> Path | None:
     try:
         write(path)

@@ -44,3 +44,28 @@ class CompactAxis(pg.AxisItem):
 
     def tickStrings(self, values: Sequence[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
         return [compact(v * scale, spacing * scale) for v in values]
+
+
+class LogCompactAxis(pg.AxisItem):
+    """An axis of a plot in log mode, labelled 20, 50, 100, 1k rather than pyqtgraph's "2·10¹": the
+    1-2-5 ticks of each decade get a label, the others stay unlabelled grid lines (nine labels a
+    decade run into one another). A range too short for any of them labels every tick."""
+
+    def __init__(self, orientation: str, **kwargs: object) -> None:
+        super().__init__(orientation, **kwargs)  # type: ignore[arg-type]
+        self.enableAutoSIPrefix(False)
+
+    def logTickStrings(self, values: Sequence[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        plain = [10 ** v * scale for v in values]
+        labelled = [_is_125(v) for v in plain]
+        if not any(labelled):
+            labelled = [True] * len(plain)
+        return [compact(v, v / 10) if keep else "" for v, keep in zip(plain, labelled)]
+
+
+def _is_125(value: float) -> bool:
+    """Whether ``value`` is 1, 2 or 5 times a power of ten."""
+    if value <= 0:
+        return False
+    mantissa = value / 10 ** math.floor(math.log10(value) + 1e-9)
+    return any(abs(mantissa - m) < 1e-6 * m for m in (1.0, 2.0, 5.0))

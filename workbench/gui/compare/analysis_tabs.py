@@ -91,7 +91,7 @@ class AnalysisTabs(QTabWidget):
 
     def current_table(self) -> QTableView | None:
         """The table of the tab on screen (File > Export Table), if it has one."""
-        return {"compare": self.compare_view.table, "sensitivity": self.sensitivity_view.spans}.get(self.current_key())
+        return {"compare": self.compare_view.current_table(), "sensitivity": self.sensitivity_view.spans}.get(self.current_key())
 
     def view_actions(self) -> list[QAction]:
         """View menu entries, one per tab, with their shortcuts."""

@@ -17,6 +17,7 @@ _FLAG_WORDS = {
     "budget not checked: no price, enter --purchase-usd": "budget not checked: no purchase price",
     "budget not checked: no price, enter --usd-per-gpu-hour": "budget not checked: no rental price",
     "(--train-tokens)": "(Scenario > Training tokens)",
+    "enter one (ID@USD in --gpus-list)": "enter one (double-click its price in the Ranking)",
     "enter --usd-per-gpu-hour": "enter a rental price per GPU-hour (Scenario > Prices and power)",
     "--usd-per-gpu-hour": "a rental price per GPU-hour",
     "--purchase-usd": "a purchase price per GPU",

@@ -55,6 +55,11 @@ def _ms(seconds: float) -> str:
 COLUMNS: tuple[Column, ...] = (
     Column("rank", "#", "Rank within the scenario, as compare() ranks: fits, meets the targets, cost, speed"),
     Column("accelerator", "Accelerator", "The candidate accelerator"),
+    # Filled by the decision confidence (Monte Carlo over the assumptions' documented ranges) when
+    # it is turned on; hidden otherwise.
+    Column("confidence", "Cheapest in\n(% of draws)", "Decision confidence: the share of the draws of the "
+           "uncertain assumptions (each uniform over its documented range) in which this candidate is the cheapest "
+           "that meets the targets in every scenario"),
     Column("scenario", "Scenario", "The scenario the candidate was sized for"),
     Column("verdict", "Verdict: why not", "Why each candidate loses to the recommendation, or misses the targets"),
     Column("fits", "Fits", "Fits in memory on some GPU count up to the sizing limit"),
@@ -84,7 +89,7 @@ COLUMNS: tuple[Column, ...] = (
            "tco_rent_usd", usd),
 )
 COLUMN_INDEX = {c.id: i for i, c in enumerate(COLUMNS)}
-_NUMERIC = {c.id for c in COLUMNS if c.metric} | {"rank"}
+_NUMERIC = {c.id for c in COLUMNS if c.metric} | {"rank", "confidence"}
 _RIGHT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 _ROLES = frozenset({Qt.ItemDataRole.DisplayRole, SORT_ROLE, Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.FontRole,
                     Qt.ItemDataRole.BackgroundRole, Qt.ItemDataRole.ForegroundRole,
@@ -112,6 +117,9 @@ class ComparisonTableModel(QAbstractTableModel):
         self._bold.setBold(True)
         self._highlight = QColor(theme.OK_COLOUR)
         self._highlight.setAlpha(70)
+        #: Decision confidence: candidate label -> share of the draws it wins (None: not computed).
+        self.shares: dict[str, float] | None = None
+        self.draws = 0
 
     def set_comparison(self, comparison: Comparison | None) -> None:
         self.beginResetModel()
@@ -124,7 +132,29 @@ class ComparisonTableModel(QAbstractTableModel):
         self._keys = [[self._sort_value(c, i, r) for c in COLUMNS] for i, r in self.rows]
         years = {s.scenario.pricing.years for s in comparison.scenarios} if comparison else {3.0}
         self._years = f"{next(iter(years)):g} yr" if len(years) == 1 else "per scenario"
+        self._fill_confidence()
         self.endResetModel()
+
+    def set_confidence(self, shares: dict[str, float] | None, draws: int = 0) -> None:
+        """Show each candidate's share of the draws (by candidate label), or none (``None``)."""
+        self.shares, self.draws = (None, 0) if shares is None else (dict(shares), draws)
+        self._fill_confidence()
+        if self.rows:
+            col = COLUMN_INDEX["confidence"]
+            self.dataChanged.emit(self.index(0, col), self.index(len(self.rows) - 1, col))
+
+    def share(self, row: int) -> float | None:
+        """The share of the draws the row's candidate wins (None: confidence not computed)."""
+        if self.shares is None:
+            return None
+        return self.shares.get(self.rows[row][1].candidate.label, 0.0)
+
+    def _fill_confidence(self) -> None:
+        col = COLUMN_INDEX["confidence"]
+        for n in range(len(self.rows)):
+            share = self.share(n)
+            self._texts[n][col] = "–" if share is None else f"{share:.0%}"
+            self._keys[n][col] = None if share is None else -share  # ascending: most often cheapest first
 
     def texts(self, column: int) -> list[str]:
         """Every row's text in one column (to size the column)."""
@@ -138,8 +168,9 @@ class ComparisonTableModel(QAbstractTableModel):
 
     def empty_columns(self) -> set[str]:
         """Metric columns with no value in any row (TTFT for training, time to train for serving)."""
-        return {c.id for c in COLUMNS if c.metric and c.id != "price"  # prices are entered there
-                and all(r.values.get(c.metric) is None for _, r in self.rows)}
+        empty = {c.id for c in COLUMNS if c.metric and c.id != "price"  # prices are entered there
+                 and all(r.values.get(c.metric) is None for _, r in self.rows)}
+        return empty | ({"confidence"} if self.shares is None else set())
 
     # --- Qt model -----------------------------------------------------------------------------
 
@@ -189,6 +220,8 @@ class ComparisonTableModel(QAbstractTableModel):
         if role == SORT_ROLE:
             return self._keys[row][col]
         if role == Qt.ItemDataRole.ToolTipRole:
+            if column.id == "confidence":
+                return self._confidence_tip(row)
             return self._tooltip(column, result)
         if role == Qt.ItemDataRole.FontRole and result.recommended:
             return self._bold
@@ -214,6 +247,8 @@ class ComparisonTableModel(QAbstractTableModel):
             return f"★ {result.rank}" if result.recommended else str(result.rank)
         if ident == "accelerator":
             return short_name(result.accelerator_name, 22)
+        if ident == "confidence":
+            return "–"  # filled by set_confidence
         if ident == "scenario":
             return result.scenario
         if ident == "fits":
@@ -238,6 +273,8 @@ class ComparisonTableModel(QAbstractTableModel):
             return scenario_index * 1_000_000 + result.rank
         if ident == "accelerator":
             return short_name(result.accelerator_name).lower()
+        if ident == "confidence":
+            return None
         if ident == "scenario":
             return scenario_index
         if ident == "fits":
@@ -250,6 +287,14 @@ class ComparisonTableModel(QAbstractTableModel):
             return None
         value = result.values.get(column.metric or "")
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def _confidence_tip(self, row: int) -> str:
+        share, result = self.share(row), self.rows[row][1]
+        if share is None:
+            return "Decision confidence is off (Confidence, above the table)"
+        name = escape(short_name(result.accelerator_name))
+        return (f"<b>{name}</b>: the cheapest that meets the targets in <b>{share:.0%}</b> of {self.draws:,} draws "
+                "of the uncertain assumptions (each uniform over its documented range; seed 0, the same every run)")
 
     @staticmethod
     def _tooltip(column: Column, result: CandidateResult) -> str:

@@ -5,6 +5,12 @@ The comparison runs on the view's worker thread (:class:`BackgroundRunner`: numb
 results dropped) through :class:`Comparer`, which sizes each (scenario, candidate) pair once and
 re-ranks kept pairs when only targets or the candidate set change. It runs only while the view is
 on screen; edits made while it is hidden are caught up when it shows again.
+
+Beside the ranking: the decision confidence (how often each candidate wins over draws of the
+uncertain assumptions), a column of the table computed after each comparison on a runner of its
+own, with progress and Cancel; a new comparison drops it. Two more pages next to the ranking
+search configurations per candidate: the Pareto fronts (:class:`ParetoView`, a click applies a
+configuration) and the ranking at equal service level (:class:`IsoSlaView`).
 """
 
 from __future__ import annotations
@@ -41,9 +47,10 @@ from workbench.core.hardware import Accelerator
 from workbench.core.project import Comparison as SavedComparison
 from workbench.core.scenario import Scenario
 from workbench.engine.compare import METRIC_BY_ID, Candidate, Comparison, ScenarioComparison, Targets
+from workbench.engine.confidence import Confidence, decision_confidence
 from workbench.engine.pipeline import Engine
 from workbench.gui import exports, theme
-from workbench.gui.background import BackgroundRunner, Report, Stale
+from workbench.gui.background import BackgroundRunner, Report, Stale, engine_progress
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.compare_chart import CompareBarChart
 from workbench.gui.compare.compare_format import gui_words, headline, low_high, short_name
@@ -54,6 +61,9 @@ from workbench.gui.compare.compare_table import (
     ComparisonTableModel,
 )
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
+from workbench.gui.compare.iso_sla_view import IsoSlaView
+from workbench.gui.compare.pareto_view import ParetoView
+from workbench.gui.compare.progress_row import ProgressRow
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
 from workbench.gui.controller import ProjectController
 from workbench.gui.elided_label import WholeLinesLabel, fit_to_width
@@ -81,6 +91,8 @@ TARGET_FIELDS: tuple[tuple[str, str, str, float, str], ...] = (
     ("deadline_days", "Deadline", "days", 1.0, "Training finishes within this many days (needs tokens to train on)"),
     ("budget_usd", "Budget", "USD", 1.0, "Spend at most this much (see the basis below)"),
 )
+#: Decision confidence choices: (draws, label); 0 is off.
+CONFIDENCE_DRAWS = ((0, "off"), (200, "200 draws"), (1000, "1,000 draws"))
 BUDGET_BASES = (("auto", "auto: the run for training, else cheaper of buy/rent"), ("run", "the training run"),
                 ("tco", "cheaper of buy and rent over the years"), ("capex", "buying the GPUs and servers"))
 
@@ -189,7 +201,26 @@ class CompareView(QWidget):
         self.results_splitter.addWidget(self.chart)
         self.results_splitter.setStretchFactor(0, 3)
         self.results_splitter.setStretchFactor(1, 2)
-        results_layout.addWidget(self.results_splitter, 1)
+        ranking = QWidget(results)
+        ranking_layout = QVBoxLayout(ranking)
+        ranking_layout.setContentsMargins(0, 4, 0, 0)
+        ranking_layout.setSpacing(4)
+        ranking_layout.addLayout(self._build_confidence(ranking))
+        ranking_layout.addWidget(self.results_splitter, 1)
+        self.pareto_view = ParetoView(controller, catalogs, engine_source, results)
+        self.iso_view = IsoSlaView(catalogs, engine_source, results)
+        self.result_tabs = QTabWidget(results)
+        self.result_tabs.setObjectName("compare_result_tabs")
+        self.result_tabs.setDocumentMode(True)
+        self.result_tabs.addTab(ranking, "Ranking")
+        self.result_tabs.addTab(self.pareto_view, "Pareto fronts")
+        self.result_tabs.addTab(self.iso_view, "Equal service level")
+        self.result_tabs.setTabToolTip(0, "The candidates at the scenario's own batch, ranked; the decision "
+                                          "confidence beside them")
+        self.result_tabs.setTabToolTip(1, "Each candidate's serving configurations on one node: throughput per GPU "
+                                          "against speed per user, cost against TPOT; click one to apply it")
+        self.result_tabs.setTabToolTip(2, "Each candidate in its cheapest configuration that meets the targets")
+        results_layout.addWidget(self.result_tabs, 1)
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.setObjectName("compare_splitter")
         self.splitter.addWidget(self.setup_tabs)
@@ -256,6 +287,35 @@ class CompareView(QWidget):
             lambda: self._tick_shown(lambda acc: bool(acc.cloud_usd_per_hour or self.prices.get(acc.id))))
         self.candidate_list.itemChanged.connect(lambda _: self._on_setup_edited())
         return page
+
+    def _build_confidence(self, parent: QWidget) -> QHBoxLayout:
+        self.confidence_choice = QComboBox(parent)
+        self.confidence_choice.setObjectName("confidence_choice")
+        for draws, label in CONFIDENCE_DRAWS:
+            self.confidence_choice.addItem(label, draws)
+        self.confidence_choice.setToolTip(
+            "Decision confidence: compare again over this many draws of the uncertain assumptions (each uniform "
+            "over its documented range, seeded) and show how often each candidate is the cheapest that meets the "
+            "targets")
+        self.confidence_choice.currentIndexChanged.connect(lambda _: self._on_confidence_choice())
+        self.confidence_row = ProgressRow("confidence", parent)
+        self.confidence_row.cancel_requested.connect(self.cancel_confidence)
+        self.confidence_runner = BackgroundRunner(self)
+        self.confidence_runner.finished.connect(self._on_confidence)
+        self.confidence_runner.failed.connect(
+            lambda _g, message: self.confidence_row.stopped(f"Confidence: cannot compute: {gui_words(message)}"))
+        self.confidence_runner.progress.connect(lambda _g, value: self.confidence_row.progressed(*value))
+        #: The newest confidence on screen, and the comparison request it was computed for.
+        self.confidence: Confidence | None = None
+        self._confidence_for: tuple[CompareRequest, int] | None = None
+        row = QHBoxLayout()
+        row.setSpacing(6)
+        label = QLabel("Confidence:", parent)
+        label.setToolTip(self.confidence_choice.toolTip())
+        row.addWidget(label)
+        row.addWidget(self.confidence_choice)
+        row.addWidget(self.confidence_row, 1)
+        return row
 
     def _build_targets(self) -> QWidget:
         page = QWidget(self)
@@ -593,9 +653,11 @@ class CompareView(QWidget):
         self._dirty = False
         if not request.candidates or not request.scenarios:
             self.runner.cancel()
+            self._drop_confidence()
             self._show(CompareResult(request, None, 0.0, 0), None)
             return 0
         self._requested_at = time.perf_counter()
+        self._drop_confidence()  # it was for the inputs before this edit
         comparer, source = self.comparer, self.engine_source
 
         def job(stale: Stale, report: Report) -> CompareResult | None:
@@ -619,6 +681,109 @@ class CompareView(QWidget):
         selected = self._selected_key()
         self.table.setUpdatesEnabled(False)
         self.table_model.set_comparison(comparison)
+        self._relayout_columns()
+        self.table.setUpdatesEnabled(True)
+        self._restore_selection(selected)
+        self._update_chart()
+        self._update_analyses()
+        self._start_confidence()
+        self._update_banner(result)
+        if generation is not None:
+            self.last_update_s = time.perf_counter() - self._requested_at
+        self.comparison_shown.emit(generation or 0)
+
+    # --- decision confidence ------------------------------------------------------------------
+
+    def confidence_draws(self) -> int:
+        """Draws the confidence is computed over (0: off)."""
+        return int(self.confidence_choice.currentData() or 0)
+
+    def set_confidence_draws(self, draws: int) -> None:
+        """Turn the decision confidence on over ``draws`` draws (one of :data:`CONFIDENCE_DRAWS`), or off (0)."""
+        index = self.confidence_choice.findData(draws)
+        if index < 0:
+            raise InputError(f"confidence: choose one of {', '.join(str(d) for d, _ in CONFIDENCE_DRAWS)} draws")
+        self.confidence_choice.setCurrentIndex(index)
+
+    def _on_confidence_choice(self) -> None:
+        self._drop_confidence()
+        self._start_confidence()
+
+    def _drop_confidence(self) -> None:
+        """Forget the confidence on screen and stop computing one (the inputs changed)."""
+        self.confidence_runner.cancel()
+        self.confidence, self._confidence_for = None, None
+        if self.table_model.shares is not None:
+            self.table_model.set_confidence(None)
+            self._relayout_columns()
+        self.confidence_row.stopped("" if self.confidence_draws() else
+                                    "off: how sure the ranking is, over draws of the uncertain assumptions")
+
+    def _start_confidence(self) -> int:
+        """Compute the confidence of the comparison on screen, unless off or already done; returns
+        the job's generation (0: nothing started)."""
+        draws, result = self.confidence_draws(), self.result
+        if not draws or result is None or result.comparison is None:
+            return 0
+        request, comparison = result.request, result.comparison
+        done = self._confidence_for
+        if done is not None and done[1] == draws and _same_request(done[0], request):
+            return 0  # on screen or on its way
+        # The comparison's candidates: one that cannot be resolved is left out of it (and said so).
+        candidates, scenarios, targets = comparison.candidates, request.scenarios, request.targets
+        project, catalogs, source = request.project, self.catalogs, self.engine_source
+
+        def job(stale: Stale, report: Report) -> Confidence:
+            return decision_confidence(source(), scenarios, candidates, lambda s: catalogs.resolve(s, project),
+                                       targets, draws=draws, max_gpus=request.max_gpus,
+                                       progress=engine_progress(stale, report))
+
+        self._confidence_for = (request, draws)
+        self.confidence_row.started(f"Comparing over {draws:,} draws of the assumptions…")
+        return self.confidence_runner.submit(job)
+
+    def cancel_confidence(self) -> None:
+        """Stop the confidence being computed and turn it off (nothing partial is shown)."""
+        self.confidence_runner.cancel()
+        self._confidence_for = None
+        self.confidence_choice.blockSignals(True)
+        self.confidence_choice.setCurrentIndex(self.confidence_choice.findData(0))
+        self.confidence_choice.blockSignals(False)
+        self.confidence_row.stopped("Cancelled, so off: choose a number of draws to compute it again.")
+
+    def _on_confidence(self, _generation: int, confidence: Confidence) -> None:
+        self.confidence = confidence
+        self.table_model.set_confidence(confidence.shares, confidence.draws)
+        self._relayout_columns()
+        names = {r.candidate.label: r.accelerator_name for r in confidence.base.rows()}
+        self.confidence_row.stopped(confidence_text(confidence, names))
+
+    # --- the other pages ----------------------------------------------------------------------
+
+    def _update_analyses(self) -> None:
+        """Give the Pareto and equal-service-level pages the scenario the bars show and its
+        candidates, best-ranked first."""
+        shown = self.chart_scenario()
+        result = self.result
+        project = result.request.project if result is not None else self.controller.project
+        if shown is None or result is None:
+            self.pareto_view.set_inputs(project, None, (), {})
+            self.iso_view.set_inputs(project, None, (), Targets(), {})
+            return
+        candidates = tuple(r.candidate for r in shown.results)
+        names = {r.candidate: r.accelerator_name for r in shown.results}
+        self.pareto_view.set_inputs(project, shown.scenario, candidates, names)
+        self.iso_view.set_inputs(project, shown.scenario, candidates, result.request.targets, names)
+
+    def current_table(self) -> QTableView:
+        """The table of the page on screen (File > Export Table)."""
+        return self.iso_view.table if self.result_tabs.currentWidget() is self.iso_view else self.table
+
+    # --- showing ------------------------------------------------------------------------------
+
+    def _relayout_columns(self) -> None:
+        """Hide the columns with nothing to show, size the rest, leave out what the width cannot hold."""
+        comparison = self.table_model.comparison
         hidden = self.table_model.empty_columns()
         if comparison is None or len(comparison.scenarios) < 2:
             hidden.add("scenario")
@@ -627,15 +792,6 @@ class CompareView(QWidget):
             self.table.setColumnHidden(COLUMN_INDEX[column.id], column.id in hidden)
         self._size_columns()
         self._fit_columns()
-        self.table.setUpdatesEnabled(True)
-        self._restore_selection(selected)
-        self._update_chart()
-        self._update_banner(result)
-        if generation is not None:
-            self.last_update_s = time.perf_counter() - self._requested_at
-        self.comparison_shown.emit(generation or 0)
-
-    # --- showing ------------------------------------------------------------------------------
 
     def _size_columns(self) -> None:
         """Columns as wide as their widest text (measured here: resizeColumnsToContents asks the
@@ -751,6 +907,7 @@ class CompareView(QWidget):
 
     def _on_selection(self, _selected: QItemSelection, _deselected: QItemSelection) -> None:
         self._update_chart()
+        self._update_analyses()
 
     def chart_scenario(self) -> ScenarioComparison | None:
         """The scenario the bars show: the selected row's, else the first."""
@@ -808,6 +965,9 @@ class CompareView(QWidget):
     def shutdown(self) -> None:
         self._timer.stop()
         self.runner.shutdown()
+        self.confidence_runner.shutdown()
+        self.pareto_view.shutdown()
+        self.iso_view.shutdown()
         self.solver_panel.shutdown()
 
 
@@ -831,6 +991,21 @@ def banner_html(comparison: Comparison) -> str:
     lines = "".join(f"<br>{escape(r.scenario)}: {escape(headline(r))}" for r in rows)
     return (f"<span style='font-size:13pt'><b>Recommended for all {len(scenarios)} scenarios: "
             f"{escape(short_name(rows[0].accelerator_name))}</b></span><small>{lines}</small>")
+
+
+def confidence_text(confidence: Confidence, names: dict[str, str]) -> str:
+    """The shares in a line, most often cheapest first: "B200 cheapest in 83% of 1,000 draws, …"."""
+    ranked = sorted(((share, label) for label, share in confidence.shares.items() if share > 0), reverse=True)
+    parts = [f"{short_name(names.get(label, label))} cheapest in {share:.0%}" for share, label in ranked]
+    text = (", ".join(parts) or "no candidate is the cheapest in any draw") + f" of {confidence.draws:,} draws"
+    if confidence.no_recommendation:
+        text += f"; none meets the targets in {confidence.no_recommendation:.0%}"
+    drawn = len(confidence.drawn)
+    if drawn:
+        text += f" ({drawn} assumption{'s' * (drawn != 1)}, each drawn over its documented range)"
+    else:
+        text += f" ({'; '.join(confidence.notes)})"
+    return text
 
 
 def _set_checked(items: QListWidget, on: Callable[[QListWidgetItem], bool | None]) -> None:

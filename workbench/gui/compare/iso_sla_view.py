@@ -1,0 +1,383 @@
+"""The Compare tab's equal-service-level page: each candidate in the configuration that meets the
+targets at the lowest cost (:func:`workbench.engine.iso_sla.iso_sla`), whatever batch the scenario
+was typed with, ranked; a failing candidate says which target binds.
+
+"At equal service level" turns the mode on: the search then runs on the page's worker thread
+(progress, Cancel) whenever the page is on screen and its inputs (scenario, candidates, targets,
+the weight precisions allowed) changed; a change drops the result on screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QColor, QFont, QShowEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QMenu,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.core.dtypes import WeightFormat
+from workbench.core.project import Project
+from workbench.core.scenario import Scenario
+from workbench.engine.compare import Candidate, Targets
+from workbench.engine.iso_sla import IsoResult, iso_sla, objective
+from workbench.engine.pipeline import Engine
+from workbench.gui import exports, theme
+from workbench.gui.background import BackgroundRunner, Report, Stale, engine_progress
+from workbench.gui.catalogs import Catalogs
+from workbench.gui.compare.compare_format import gui_words, number, short_name
+from workbench.gui.compare.progress_row import ProgressRow
+from workbench.gui.elided_label import WholeLinesLabel
+
+#: Weight precisions a user may allow (serving: fp32 weights are never the cheaper choice).
+WEIGHT_CHOICES = tuple(w.value for w in WeightFormat if w is not WeightFormat.FP32)
+
+#: The accelerator column's widest (logical pixels).
+ACCELERATOR_MAX_PX = 170
+#: (id, header, tooltip)
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("rank", "#", "Rank at equal service level: meeting the targets first, then by cost"),
+    ("accelerator", "Accelerator", "The candidate accelerator"),
+    ("config", "Won with", "The cheapest configuration that meets every target: replicas × TP degree, "
+                           "concurrency (batch per replica), weight precision"),
+    ("gpus", "GPUs", "GPUs of all the replicas"),
+    ("cost", "Cost", "What the search minimizes"),
+    ("tpot", "TPOT\n(ms)", "Mean time per output token of the winning configuration"),
+    ("why", "Result: why not", "Why a candidate misses the targets (which target binds), or how it compares"),
+)
+
+
+def scenario_weights(scenario: Scenario) -> str:
+    return scenario.weights.value if scenario.weights else scenario.dtype.value
+
+
+def cost_text(result: IsoResult, demand: bool) -> str:
+    best = result.best
+    value = None if best is None else objective(best, demand)
+    if value is None:
+        return "–" if best is None else "no price"
+    return f"${value:,.2f}" if demand else f"${value:,.3g}"  # the unit is in the column's header
+
+
+class IsoSlaView(QWidget):
+    #: A result (or an error) is on screen (the job's generation; 0 when cleared).
+    results_shown = Signal(int)
+
+    def __init__(self, catalogs: Catalogs, engine_source: Callable[[], Engine], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("iso_sla_view")
+        self.catalogs, self.engine_source = catalogs, engine_source
+        self.runner = BackgroundRunner(self)
+        self.runner.finished.connect(self._on_result)
+        self.runner.failed.connect(self._on_failed)
+        self.runner.progress.connect(lambda _g, value: self.progress.progressed(*value))
+        self.mode_button = QPushButton("At equal service level", self)
+        self.mode_button.setObjectName("iso_sla_mode")
+        self.mode_button.setCheckable(True)
+        self.mode_button.setToolTip("Search each candidate's configurations (TP over one node's GPUs × batch 1–1,024 × "
+                                    "the weight precisions allowed, replicas for the demand) for the cheapest that "
+                                    "meets every target, then rank them")
+        self.mode_button.toggled.connect(self._on_mode)
+        self.weights_button = QToolButton(self)
+        self.weights_button.setObjectName("iso_sla_weights")
+        self.weights_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.weights_button.setToolTip("Weight precisions the search may choose (default: the scenario's own)")
+        self.weights_menu = QMenu(self.weights_button)
+        self.weight_actions: dict[str, QAction] = {}
+        for value in WEIGHT_CHOICES:
+            action = QAction(value, self.weights_menu)
+            action.setCheckable(True)
+            action.toggled.connect(lambda _on: self._on_weights_ticked())
+            self.weights_menu.addAction(action)
+            self.weight_actions[value] = action
+        self.weights_button.setMenu(self.weights_menu)
+        top = QHBoxLayout()
+        top.addWidget(self.mode_button)
+        top.addWidget(self.weights_button)
+        top.addStretch(1)
+        self.progress = ProgressRow("iso_sla", self)
+        self.progress.cancel_requested.connect(self.cancel)
+        self.summary = WholeLinesLabel("", self)
+        self.summary.setObjectName("iso_sla_summary")
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.table = QTableWidget(0, len(COLUMNS), self)
+        self.table.setObjectName("iso_sla_table")
+        self.table.setHorizontalHeaderLabels([c[1] for c in COLUMNS])
+        for n, (_, _, tip) in enumerate(COLUMNS):
+            self.table.horizontalHeaderItem(n).setToolTip(tip)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        header = self.table.horizontalHeader()
+        header.setDefaultAlignment(Qt.AlignmentFlag.AlignCenter)
+        for n, (ident, _, _) in enumerate(COLUMNS):
+            mode = (QHeaderView.ResizeMode.Stretch if ident in ("config", "why") else
+                    QHeaderView.ResizeMode.Interactive if ident == "accelerator" else
+                    QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(n, mode)
+        self.table.setColumnWidth(1, 110)
+        exports.add_table_actions(self.table, "equal-service-level")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.table, 1)
+        #: The scenario, candidates, targets and names to search with (None: nothing to search).
+        self._inputs: tuple[Project, Scenario, tuple[Candidate, ...], Targets, dict[Candidate, str]] | None = None
+        self._chosen_weights: tuple[str, ...] | None = None  # None: the scenario's own
+        self._shown_key: tuple[Any, ...] | None = None
+        self._running_key: tuple[Any, ...] | None = None  # what the search under way is for
+        self._dirty = False
+        self.results: list[IsoResult] = []
+        self.scenario: Scenario | None = None
+        self._show_weights()
+        self._idle_text()
+
+    # --- inputs -------------------------------------------------------------------------------
+
+    def weights(self) -> tuple[str, ...]:
+        """The weight precisions the search may choose."""
+        if self._chosen_weights:
+            return self._chosen_weights
+        return (scenario_weights(self._inputs[1]),) if self._inputs is not None else ()
+
+    def set_weights(self, values: tuple[str, ...] | None) -> None:
+        """Allow these weight precisions (None or empty: the scenario's own)."""
+        self._chosen_weights = tuple(v for v in WEIGHT_CHOICES if v in (values or ())) or None
+        self._show_weights()
+        self._changed()
+
+    def _on_weights_ticked(self) -> None:
+        ticked = tuple(v for v, a in self.weight_actions.items() if a.isChecked())
+        if ticked != self.weights():
+            self.set_weights(ticked)
+
+    def _show_weights(self) -> None:
+        allowed = self.weights()
+        for value, action in self.weight_actions.items():
+            action.blockSignals(True)
+            action.setChecked(value in allowed)
+            action.blockSignals(False)
+        own = "" if self._chosen_weights else " (the scenario's)"
+        self.weights_button.setText(f"Weights: {', '.join(allowed) or '–'}{own}")
+
+    def set_inputs(self, project: Project, scenario: Scenario | None, candidates: tuple[Candidate, ...],
+                   targets: Targets, names: dict[Candidate, str]) -> None:
+        self._inputs = None if scenario is None or not candidates else (project, scenario, candidates, targets, names)
+        self._show_weights()
+        self._changed()
+
+    def _key(self) -> tuple[Any, ...] | None:
+        if self._inputs is None:
+            return None
+        project, scenario, candidates, targets, _ = self._inputs
+        return (scenario.model_dump_json(), candidates, targets, self.weights(), project.models, project.accelerators)
+
+    def _changed(self) -> None:
+        key = self._key()
+        if key == self._shown_key and key is not None:
+            return
+        if self.runner.is_busy() and key == self._running_key:
+            return
+        self.runner.cancel()
+        self._clear()
+        self._dirty = True
+        if self.isVisible() and self.mode_button.isChecked():
+            self.refresh()
+
+    def _clear(self) -> None:
+        self.results, self.scenario, self._shown_key = [], None, None
+        self.table.setRowCount(0)
+        self.summary.setText("")
+        self._idle_text()
+        self.results_shown.emit(0)
+
+    def _idle_text(self) -> None:
+        if not self.mode_button.isChecked():
+            text = ("Off: the ranking sizes each candidate at the batch the scenario was typed with. Turn on "
+                    "“At equal service level” to rank each in its cheapest configuration that meets the targets.")
+        elif self._inputs is None:
+            text = "Tick candidates and a serving scenario to compare at equal service level."
+        else:
+            text = ""
+        self.progress.stopped(text)
+
+    def _on_mode(self, on: bool) -> None:
+        self.mode_button.setText("✓ At equal service level" if on else "At equal service level")
+        if on:
+            self._dirty = True
+            if self.isVisible():
+                self.refresh()
+        else:
+            self.runner.cancel()
+            self._clear()
+
+    # --- running ------------------------------------------------------------------------------
+
+    def refresh(self) -> int:
+        """Search now (the mode on); returns the job's generation (0: nothing to search)."""
+        self._dirty = False
+        if not self.mode_button.isChecked() or self._inputs is None:
+            self._idle_text()
+            return 0
+        project, scenario, candidates, targets, _ = self._inputs
+        if scenario.is_training:
+            self.progress.stopped("The equal-service-level comparison is for serving scenarios: pick a serving "
+                                  "scenario's row in the ranking.")
+            return 0
+        catalogs, source, weights = self.catalogs, self.engine_source, list(self.weights())
+
+        def job(stale: Stale, report: Report) -> list[IsoResult]:
+            return iso_sla(source(), scenario, candidates, lambda s: catalogs.resolve(s, project), targets,
+                           weights=weights, progress=engine_progress(stale, report))
+
+        self._running_key = self._key()
+        self.progress.started(f"Searching configurations of {len(candidates)} candidate"
+                              f"{'s' * (len(candidates) != 1)} on “{scenario.name}”…")
+        return self.runner.submit(job)
+
+    def cancel(self) -> None:
+        self.runner.cancel()
+        self._running_key = None
+        self._dirty = True  # shown again, the page searches again
+        self.progress.stopped("Cancelled: no result. Leave this page and come back (or change the inputs) to search "
+                              "again.")
+
+    def _on_result(self, generation: int, results: list[IsoResult]) -> None:
+        assert self._inputs is not None
+        _, scenario, _, targets, names = self._inputs
+        self.results, self.scenario, self._shown_key = results, scenario, self._running_key
+        self._running_key = None
+        demand = targets.min_tokens_per_s is not None
+        self._fill(results, names, demand)
+        basis = ("cost per hour of the replicas the demand needs" if demand else "cost per million tokens")
+        self.progress.stopped(f"“{scenario.name}”, each candidate in its cheapest configuration of one-node replicas "
+                              f"that meets the targets (by {basis}; weights {', '.join(self.weights())}).")
+        self.summary.setText(summary_html(results, names, demand))
+        self.results_shown.emit(generation)
+
+    def _on_failed(self, generation: int, message: str) -> None:
+        self._running_key = None
+        self.progress.stopped(f"Cannot compare at equal service level: {gui_words(message)}")
+        self.results_shown.emit(generation)
+
+    # --- the table ----------------------------------------------------------------------------
+
+    def _fill(self, results: list[IsoResult], names: dict[Candidate, str], demand: bool) -> None:
+        self.table.setRowCount(len(results))
+        self.table.horizontalHeaderItem(4).setText("Cost\n($/h)" if demand else "Cost\n($/M tok)")
+        self.table.horizontalHeaderItem(4).setToolTip(
+            "Cost per hour of all the replicas the demand needs (what the search minimizes)" if demand else
+            "Rental cost per million tokens (what the search minimizes)")
+        winner = results[0] if results and results[0].meets else None
+        bold = QFont(self.table.font())
+        bold.setBold(True)
+        green = QColor(theme.OK_COLOUR)
+        green.setAlpha(70)
+        for row, result in enumerate(results):
+            name = names.get(result.candidate, result.candidate.label)
+            texts = row_texts(result, name, winner, demand)
+            tip = row_tooltip(result, name, demand)
+            for col, (ident, _, _) in enumerate(COLUMNS):
+                item = QTableWidgetItem(texts[ident])
+                item.setToolTip(tip)
+                if ident in ("rank", "gpus", "cost", "tpot"):
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                if result is winner:
+                    item.setFont(bold)
+                    item.setBackground(green)
+                if ident == "why" and not result.meets:
+                    item.setForeground(QColor(theme.BAD_COLOUR))
+                self.table.setItem(row, col, item)
+        # As wide as the longest name, up to a limit (a longer one is elided, whole in its tooltip).
+        widest = max((self.table.fontMetrics().horizontalAdvance(self.table.item(r, 1).text())
+                      for r in range(len(results))), default=0)
+        self.table.setColumnWidth(1, min(widest + 24, ACCELERATOR_MAX_PX))
+
+    def winner(self) -> IsoResult | None:
+        return self.results[0] if self.results and self.results[0].meets else None
+
+    # --- events -------------------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._dirty and self.mode_button.isChecked():
+            self.refresh()
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
+
+
+def row_texts(result: IsoResult, name: str, winner: IsoResult | None, demand: bool) -> dict[str, str]:
+    best = result.best
+    config = "–"
+    if best is not None:
+        reps = f"{best.replicas} × " if best.replicas > 1 else ""
+        config = f"{reps}TP {best.tp}, batch {best.batch}, {best.weights}"
+    if not result.meets:
+        why = gui_words(result.reason)
+    elif result is winner:
+        why = "cheapest at equal service level"
+    elif winner is not None and winner.best is not None and best is not None:
+        mine, theirs = objective(best, demand), objective(winner.best, demand)
+        why = (f"meets the targets; {mine / theirs:.2f}× the winner's cost" if mine and theirs else "meets the targets")
+    else:
+        why = "meets the targets"
+    return {
+        "rank": str(result.rank),
+        "accelerator": short_name(name, 22),
+        "config": config,
+        "gpus": "–" if best is None else f"{best.gpus:,}",
+        "cost": cost_text(result, demand),
+        "tpot": "–" if best is None else number(best.tpot_s * 1e3),
+        "why": why,
+    }
+
+
+def row_tooltip(result: IsoResult, name: str, demand: bool) -> str:
+    lines = [f"<b>{escape(name)}</b> ({escape(result.candidate.label)}), rank {result.rank}"]
+    best = result.best
+    if best is not None:
+        reps = f"{best.replicas} replica{'s' * (best.replicas != 1)} of " if demand else ""
+        lines.append(f"{escape(reps)}TP {best.tp} at batch {best.batch} with {escape(best.weights)} weights: "
+                     f"{best.gpus:,} GPU{'s' * (best.gpus != 1)}")
+        hourly = "no price" if best.usd_per_hour is None else f"${best.usd_per_hour:,.2f}/h"
+        per_m = "no price" if best.usd_per_million_tokens is None else f"${best.usd_per_million_tokens:,.3g}/M tokens"
+        lines.append(f"Cost {escape(hourly)} · {escape(per_m)}")
+        lines.append(f"Mean TTFT {number(best.ttft_s * 1e3)} ms · TPOT {number(best.tpot_s * 1e3)} ms · "
+                     f"{number(best.tokens_per_s)} tokens/s in all")
+    lines.append("Meets the targets" if result.meets else f"Misses: {escape(gui_words(result.reason))}")
+    lines.append(f"{result.searched:,} configurations that run were searched")
+    lines.extend(escape(note) for note in result.notes)
+    return "<br>".join(lines)
+
+
+def summary_html(results: list[IsoResult], names: dict[Candidate, str], demand: bool) -> str:
+    winner = results[0] if results and results[0].meets else None
+    if winner is None or winner.best is None:
+        return "<b>No candidate meets the targets at any configuration searched.</b>"
+    name = escape(short_name(names.get(winner.candidate, winner.candidate.label)))
+    meeting = sum(r.meets for r in results)
+    unit = "/h" if demand else " per M tokens"
+    return (f"<b>At equal service level: {name}</b>, {escape(cost_text(winner, demand))}{unit} with "
+            f"{escape(winner.best.describe())} ({winner.best.gpus:,} GPU{'s' * (winner.best.gpus != 1)}). "
+            f"<small>{meeting} of {len(results)} "
+            f"candidates meet the targets.</small>")
