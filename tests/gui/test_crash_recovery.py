@@ -53,7 +53,7 @@ EDIT_AND_WAIT = textwrap.dedent("""
 
 # Second run: press Restore in the recovery dialog, report what the window holds, close.
 RESTORE_AND_REPORT = textwrap.dedent("""
-    import json, sys
+    import json, sys, time
     from PySide6.QtCore import QTimer
     from workbench.gui.app import create_application, run_app
     from workbench.gui.project.recovery_prompt import RecoveryDialog
@@ -61,25 +61,32 @@ RESTORE_AND_REPORT = textwrap.dedent("""
     REPORT = sys.__stdout__  # not sys.stdout: see EDIT_AND_WAIT
     app = create_application([])
     offered = []
+    # Waits are bounded by time, not by a count of polls: on a loaded machine the window can take
+    # several seconds to start, and the subprocess as a whole has 120 s.
+    DEADLINE = time.monotonic() + 60
 
-    def press_restore(tries=0):
+    def press_restore():
         dialogs = [w for w in app.topLevelWidgets() if isinstance(w, RecoveryDialog) and w.isVisible()]
         if not dialogs:
-            if tries > 100:
+            if time.monotonic() > DEADLINE:
                 report()
                 return
-            QTimer.singleShot(50, lambda: press_restore(tries + 1))
+            QTimer.singleShot(50, press_restore)
             return
         dialog = dialogs[0]
         offered.extend({"name": i.name, "where": i.where, "scenarios": i.scenarios} for i in dialog.infos)
         dialog.restore_button.click()
         QTimer.singleShot(200, report)
 
-    def report(tries=0):
+    def report():
         # The dialog runs its own event loop (exec): closing the window inside it quits that loop,
         # not the app's, which then never ends. Wait until the restore has left it.
-        if app.activeModalWidget() is not None and tries < 200:
-            QTimer.singleShot(50, lambda: report(tries + 1))
+        if app.activeModalWidget() is not None:
+            if time.monotonic() > DEADLINE:
+                print("the recovery dialog never closed", file=sys.stderr, flush=True)
+                app.exit(3)  # fail with a message rather than hang until the timeout
+                return
+            QTimer.singleShot(50, report)
             return
         window = next(w for w in app.topLevelWidgets() if w.objectName() == "main_window")
         project = window.controller.project
