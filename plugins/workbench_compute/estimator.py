@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from workbench.core.dtypes import DType, WeightFormat, weight_bits
-from workbench.core.gguf import preset_bytes
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import AttentionKernel, FinetuneMethod, Recompute, Scenario, Workload
@@ -315,14 +314,17 @@ class ComputeEstimator:
         par = sc.parallel
         tp, pp, ep = par.tp, par.pp, par.ep
         act_bytes, kv_bytes = sc.dtype.bytes, sc.kv_cache_dtype.bytes
-        # A GGUF preset reads the model's real bytes: its tensors' types, averaged per matmul weight.
-        w_bytes = preset_bytes(arch, weight_format.value).dense_matmul() if weight_format.is_gguf else w_bits / 8
         # Routed experts the checkpoint stores in a format of their own (gpt-oss: MXFP4) are read
         # at that format when the scenario serves the checkpoint's weights.
         own = sc.expert_format(arch.moe.expert_weight_format if arch.moe is not None else None)
-        e_bytes = weight_bits(own) / 8 if own is not None else 0.0
+        w_bytes, e_bytes = w_bits / 8, (weight_bits(own) / 8 if own is not None else 0.0)
         if weight_format.is_gguf:
-            e_bytes = preset_bytes(arch, weight_format.value).per_param("expert")
+            # A GGUF preset reads the model's real bytes: its tensors' types, averaged per matmul
+            # weight (imported here: only GGUF scenarios pay for loading its tables).
+            from workbench.core.gguf import preset_bytes
+
+            layout = preset_bytes(arch, weight_format.value)
+            w_bytes, e_bytes = layout.dense_matmul(), layout.per_param("expert")
         eager = sc.attention is AttentionKernel.EAGER
         prefill = None
         if pre is not None and phase_wanted("prefill"):

@@ -16,7 +16,7 @@ from typing import Any
 
 import pluggy
 
-from workbench_export.exporters import ALL
+from workbench_export.formats import FORMATS, LazyExporter
 
 __version__ = "1.0.0"
 
@@ -25,8 +25,17 @@ hookimpl = pluggy.HookimplMarker("workbench")
 
 @hookimpl
 def workbench_register_exporters(register: Callable[[Any], None]) -> None:
-    for exporter in ALL:
-        register(exporter)
+    for ident in FORMATS:
+        register(LazyExporter(ident))
+
+
+def __getattr__(name: str) -> Any:
+    """``ALL``, the exporters themselves, imports their code (the hook above does not)."""
+    if name == "ALL":
+        from workbench_export.exporters import ALL
+
+        return ALL
+    raise AttributeError(name)
 
 
 __all__ = ["ALL", "__version__", "workbench_register_exporters"]

@@ -7,13 +7,11 @@ from typing import Any
 from workbench.core.dtypes import DType
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Offload, Recompute
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes
 from workbench_export.training import method_notes, nodes
 
-ENGINE = "Accelerate"
-VERSION = "1.15.0.dev0"
-SOURCE = ("huggingface/accelerate@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83:"
-          "src/accelerate/commands/config/config_args.py, src/accelerate/commands/config/cluster.py")
+ENGINE, VERSION, SOURCE = ENGINES["accelerate"]
 
 _PRECISION = {DType.BF16: "bf16", DType.FP16: "fp16", DType.FP8: "fp8", DType.FP32: "no"}
 

@@ -9,12 +9,10 @@ open arrival rate whose gaps have the plan's variation (``--burstiness`` is the 
 
 from __future__ import annotations
 
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes, ServingPlan
 
-ENGINE = "vLLM benchmark (vllm bench serve)"
-VERSION = "0.11"
-SOURCE = ("vllm-project/vllm@def9ce85ba1079af970a58ed3d42dd861ae35d58:vllm/benchmarks/serve.py; "
-          "vllm-project/vllm@f2e97ddaf5902a9727f48b70d001b6117b8b8b12:vllm/benchmarks/datasets.py")
+ENGINE, VERSION, SOURCE = ENGINES["bench"]
 
 
 def bench_argv(plan: ServingPlan, notes: Notes, port: int, result_file: str) -> list[str]:

@@ -11,12 +11,11 @@ from typing import Any
 from workbench.core.dtypes import DType
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Offload, Optimizer, Recompute
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes, header
 from workbench_export.training import global_batch, method_notes
 
-ENGINE = "DeepSpeed"
-VERSION = "0.19.6"
-SOURCE = "deepspeedai/DeepSpeed@edaa7221267243c7be7fb49c5d5f5c4fb97b4641:docs/_pages/config-json.md"
+ENGINE, VERSION, SOURCE = ENGINES["deepspeed"]
 
 _OPTIMIZERS = {Optimizer.ADAMW: "AdamW", Optimizer.SGD_MOMENTUM: "SGD", Optimizer.ADAFACTOR: "Adafactor"}
 

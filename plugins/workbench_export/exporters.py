@@ -7,7 +7,7 @@ from typing import Any
 import yaml
 
 from workbench.core.errors import InputError
-from workbench.core.exporter import SERVING, TRAINING, ExporterInfo
+from workbench.core.exporter import ExporterInfo
 from workbench.core.resolved import ResolvedScenario
 from workbench_export import (
     accelerate,
@@ -21,6 +21,7 @@ from workbench_export import (
     trtllm,
     vllm,
 )
+from workbench_export.formats import format_info
 from workbench_export.plan import Notes, expected_serving, expected_training, header, serving_plan
 
 
@@ -68,31 +69,26 @@ class _ServingExporter:
         return {}
 
 
-def _info(ident: str, title: str, module: Any, workloads: Any) -> ExporterInfo:
-    return ExporterInfo(id=ident, title=title, engine=module.ENGINE, engine_version=module.VERSION,
-                        source=module.SOURCE, workloads=workloads)
-
-
 class VllmExporter(_ServingExporter):
     module = vllm
-    info = _info("vllm", "vllm serve command line and its benchmark", vllm, SERVING)
+    info = format_info("vllm")
 
 
 class SglangExporter(_ServingExporter):
     module = sglang
-    info = _info("sglang", "SGLang launch_server command line and its benchmark", sglang, SERVING)
+    info = format_info("sglang")
 
 
 class TrtllmExporter(_ServingExporter):
     module = trtllm
-    info = _info("trtllm", "trtllm-serve command line, its extra LLM-API YAML and its benchmark", trtllm, SERVING)
+    info = format_info("trtllm")
 
     def _extra(self, plan: Any) -> dict[str, str]:
         return {trtllm.EXTRA_FILE: yaml.safe_dump(trtllm.extra_options(plan), sort_keys=False)}
 
 
 class KubernetesExporter:
-    info = _info("kubernetes", "Kubernetes manifest of the serving plan", kubernetes, SERVING)
+    info = format_info("kubernetes")
 
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)
@@ -106,7 +102,7 @@ class KubernetesExporter:
 
 
 class DeepSpeedExporter:
-    info = _info("deepspeed", "DeepSpeed JSON config", deepspeed, TRAINING)
+    info = format_info("deepspeed")
 
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)
@@ -114,7 +110,7 @@ class DeepSpeedExporter:
 
 
 class MegatronExporter:
-    info = _info("megatron", "Megatron-LM pretrain_gpt.py arguments (torchrun)", megatron, TRAINING)
+    info = format_info("megatron")
 
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)
@@ -124,7 +120,7 @@ class MegatronExporter:
 
 
 class TorchtitanExporter:
-    info = _info("torchtitan", "torchtitan job TOML", torchtitan, TRAINING)
+    info = format_info("torchtitan")
 
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)
@@ -134,7 +130,7 @@ class TorchtitanExporter:
 
 
 class AccelerateExporter:
-    info = _info("accelerate-fsdp", "Accelerate FSDP config YAML", accelerate, TRAINING)
+    info = format_info("accelerate-fsdp")
 
     def export(self, resolved: ResolvedScenario, estimate: Any) -> dict[str, str]:
         _check(self.info, resolved)

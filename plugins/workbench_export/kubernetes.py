@@ -15,12 +15,10 @@ from workbench.core.hardware import Vendor
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import ServingEngine
 from workbench_export import sglang, trtllm, vllm
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes, ServingPlan, serving_plan
 
-ENGINE = "Kubernetes"
-VERSION = "apps/v1, v1, leaderworkerset.x-k8s.io/v1 (LWS 0.10)"
-SOURCE = ("kubernetes/api@10b39a39bcee995dfe7cd5e8e7b922be5e46f1e2:apps/v1/types.go, core/v1/types.go; "
-          "kubernetes-sigs/lws@060ab4da17eea1f0865fcbd3236bb1075e2cea32:api/leaderworkerset/v1/leaderworkerset_types.go")
+ENGINE, VERSION, SOURCE = ENGINES["kubernetes"]
 
 #: The device-plugin resource each vendor's GPUs are requested by.
 _GPU_RESOURCE = {Vendor.NVIDIA: "nvidia.com/gpu", Vendor.AMD: "amd.com/gpu"}

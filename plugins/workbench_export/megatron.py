@@ -6,12 +6,11 @@ from workbench.core.dtypes import DType
 from workbench.core.model import NormKind, PositionEmbedding
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import AttentionKernel, Offload, Optimizer, PipelineSchedule, Recompute
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes
 from workbench_export.training import global_batch, method_notes, nodes
 
-ENGINE = "Megatron-LM"
-VERSION = "core_v0.14.0"
-SOURCE = "NVIDIA/Megatron-LM@23e00ed0963c35382dfe8a5a94fb3cda4d21e133:megatron/training/arguments.py"
+ENGINE, VERSION, SOURCE = ENGINES["megatron"]
 SCRIPT = "pretrain_gpt.py"
 
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from workbench.core.dtypes import DType, WeightFormat
 from workbench.core.scenario import Batching, ServingEngine
-from workbench_export.plan import DRAFT_MODEL, Notes, ServingPlan, common_serving_notes, dtype_name, weight_note
+from workbench_export.formats import ENGINES
+from workbench_export.plan import (
+    DRAFT_MODEL,
+    Notes,
+    ServingPlan,
+    common_serving_notes,
+    dtype_name,
+    weight_note,
+)
 
-ENGINE = "SGLang"
-VERSION = "0.5 (ServerArgs as indexed, late 2025)"
-SOURCE = "sgl-project/sglang:python/sglang/srt/server_args.py (index file 271536807; the index names no commit)"
+ENGINE, VERSION, SOURCE = ENGINES["sglang"]
 PORT = 30000
 HEALTH = "/health"
 IMAGE = "lmsysorg/sglang:latest"

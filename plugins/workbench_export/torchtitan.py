@@ -8,12 +8,11 @@ from typing import Any
 from workbench.core.dtypes import DType
 from workbench.core.resolved import ResolvedScenario
 from workbench.core.scenario import Offload, Optimizer, PipelineSchedule, Recompute
+from workbench_export.formats import ENGINES
 from workbench_export.plan import Notes
 from workbench_export.training import global_batch, method_notes, train_steps
 
-ENGINE = "torchtitan"
-VERSION = "v0.2.2"
-SOURCE = "pytorch/torchtitan@73a0e6979dd10b6b1904098eb3c8f62c18ab87ce:torchtitan/config/job_config.py"
+ENGINE, VERSION, SOURCE = ENGINES["torchtitan"]
 
 _SCHEDULES = {PipelineSchedule.ONE_F_ONE_B: "1F1B", PipelineSchedule.INTERLEAVED: "Interleaved1F1B",
               PipelineSchedule.GPIPE: "GPipe"}

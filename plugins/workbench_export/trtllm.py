@@ -6,12 +6,10 @@ from typing import Any
 
 from workbench.core.dtypes import DType
 from workbench.core.scenario import Batching, ServingEngine
+from workbench_export.formats import ENGINES
 from workbench_export.plan import DRAFT_MODEL, Notes, ServingPlan, common_serving_notes, weight_note
 
-ENGINE = "TensorRT-LLM"
-VERSION = "trtllm-serve 1.x (PyTorch backend)"
-SOURCE = ("NVIDIA/TensorRT-LLM@4c05a74891e4df8066f08ed4ce14b0972abe4e25:tensorrt_llm/commands/serve.py; "
-          "NVIDIA/TensorRT-LLM@fcd3f31682808ae56118ae43c1d7864a3a945e6f:tensorrt_llm/llmapi/llm_args.py")
+ENGINE, VERSION, SOURCE = ENGINES["trtllm"]
 PORT = 8000
 HEALTH = "/health"
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:latest"

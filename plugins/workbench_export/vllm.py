@@ -6,11 +6,17 @@ import json
 
 from workbench.core.dtypes import DType, WeightFormat
 from workbench.core.scenario import Batching, ServingEngine
-from workbench_export.plan import DRAFT_MODEL, Notes, ServingPlan, common_serving_notes, dtype_name, weight_note
+from workbench_export.formats import ENGINES
+from workbench_export.plan import (
+    DRAFT_MODEL,
+    Notes,
+    ServingPlan,
+    common_serving_notes,
+    dtype_name,
+    weight_note,
+)
 
-ENGINE = "vLLM"
-VERSION = "0.11"
-SOURCE = "vllm-project/vllm@99d7eb5d6a512cfcc5a2b104f24ebf2d6cda772b:vllm/engine/arg_utils.py"
+ENGINE, VERSION, SOURCE = ENGINES["vllm"]
 #: vllm serve's default port (the OpenAI server's --port, left at its default).
 PORT = 8000
 HEALTH = "/health"

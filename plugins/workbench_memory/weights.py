@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.core.dtypes import DType, WeightFormat, weight_bits
-from workbench.core.gguf import preset_bytes
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
 
@@ -140,6 +139,7 @@ def format_bits(scenario: Scenario) -> tuple[WeightFormat, float]:
 
 
 def _gguf_bytes(model: ModelArchitecture, fmt: WeightFormat, bits: float) -> WeightBytes:
+    from workbench.core.gguf import preset_bytes  # GGUF scenarios only: its tables load on first use
     pb = preset_bytes(model, fmt.value)
     return WeightBytes(
         fmt,

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from workbench.core.dtypes import WeightFormat, weight_bits
-from workbench.core.gguf import preset_bytes
 from workbench.core.hardware import Cluster
 from workbench.core.model import ModelArchitecture
 from workbench.core.params import ParameterCount, count_parameters
@@ -247,6 +246,7 @@ def _weight_bytes(sc: Scenario, arch: ModelArchitecture) -> float:
     reads the model's real bytes (tensor by tensor, averaged over the dense matmul weights)."""
     gguf = _gguf_preset(sc)
     if gguf is not None:
+        from workbench.core.gguf import preset_bytes  # GGUF scenarios only: its tables load on first use
         return preset_bytes(arch, gguf).dense_matmul()
     key = (sc.weights, sc.method, sc.dtype, sc.quant_group_size)
     found = _WEIGHT_BYTES.get(key)
@@ -298,6 +298,7 @@ def inference_inputs(source: Any) -> InferenceInputs:
     ewb = weight_bits(own) / 8.0 if own is not None else 0.0
     gguf = _gguf_preset(sc)
     if gguf is not None:
+        from workbench.core.gguf import preset_bytes  # GGUF scenarios only: its tables load on first use
         ewb = preset_bytes(arch, gguf).per_param("expert")
     experts = w.experts * (ewb or wb) / pp
     decode_weights = w.decode_dense * wb / pp + experts * touched_fraction(w, b, ep)

@@ -435,7 +435,15 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 # --- entry --------------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: Commands this module defines whole. Parsing one of them needs none of the other command groups,
+#: whose modules import the comparison engine, the report and the exporters (~25 ms of a
+#: 0.45 s sweep); ``solve`` is not among them (cli.compare adds its questions).
+OWN_COMMANDS = frozenset({"catalog", "import", "scenario", "estimate", "sweep", "assumptions", "plugins"})
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given one of :data:`OWN_COMMANDS`, only what parsing that command needs
+    (the other command groups are left out, so ``--help`` of the whole CLI must not pass one)."""
     from workbench.cli.scenario_flags import add_scenario_flags
 
     parser = _Parser(
@@ -497,6 +505,23 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
     solve.set_defaults(handler=_cmd_solve)
 
+    if command not in OWN_COMMANDS:
+        _add_command_groups(sub, add_scenario_flags, solve)
+
+    assumptions = sub.add_parser("assumptions", help="every named assumption with its default and source")
+    assumptions.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    assumptions.add_argument("--markdown", action="store_true", help="a Markdown table")
+    assumptions.set_defaults(handler=_cmd_assumptions)
+
+    plugins = sub.add_parser("plugins", help="list plugins with version, origin and status")
+    plugins.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    plugins.set_defaults(handler=_cmd_plugins)
+    return parser
+
+
+def _add_command_groups(sub: Any, add_scenario_flags: Callable[[argparse.ArgumentParser], None],
+                        solve: argparse.ArgumentParser) -> None:
+    """The command groups other modules define: projects, report, measurements, comparison, export."""
     from workbench.cli.project import add_project_commands
 
     add_project_commands(sub, _Parser, add_scenario_flags)
@@ -516,16 +541,6 @@ def build_parser() -> argparse.ArgumentParser:
     from workbench.cli.export import add_export_command
 
     add_export_command(sub, add_scenario_flags)
-
-    assumptions = sub.add_parser("assumptions", help="every named assumption with its default and source")
-    assumptions.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    assumptions.add_argument("--markdown", action="store_true", help="a Markdown table")
-    assumptions.set_defaults(handler=_cmd_assumptions)
-
-    plugins = sub.add_parser("plugins", help="list plugins with version, origin and status")
-    plugins.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    plugins.set_defaults(handler=_cmd_plugins)
-    return parser
 
 
 def _open_window(argv: Sequence[str]) -> int:
@@ -549,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapingWriter(stdout), EscapingWriter(stderr)
     try:
-        parser = build_parser()
+        parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
         if any("\x00" in item for item in argv):  # only an in-process caller can pass one
             parser.error("an argument holds a NUL character")
         args = parser.parse_args(argv)

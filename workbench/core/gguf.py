@@ -22,14 +22,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from workbench.core.errors import InputError
 from workbench.core.model import ModelArchitecture, ModelKind
 from workbench.core.params import count_parameters, layer_breakdown
+from workbench.core.yaml_cache import load_yaml
 from workbench.paths import resources_dir
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 #: Roles llama-quantize tells apart (tensor_get_category), plus the tensors it never quantizes.
 ROLES = ("token_embd", "output", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
@@ -74,8 +71,7 @@ class Tables:
 @lru_cache(maxsize=1)
 def tables() -> Tables:
     """The ggml types and presets of ``resources/formats/gguf.yaml``."""
-    with open(resources_dir() / "formats" / "gguf.yaml", encoding="utf-8") as fh:
-        data: dict[str, Any] = yaml.load(fh, Loader=_YAML_LOADER)
+    data: dict[str, Any] = load_yaml((resources_dir() / "formats" / "gguf.yaml").read_text(encoding="utf-8"))
     types = {name: GgmlType(name, t["id"], t["block"], t["bytes"]) for name, t in data["types"].items()}
     presets = {}
     for pid, p in data["presets"].items():
