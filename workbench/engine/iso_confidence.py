@@ -44,11 +44,13 @@ from workbench.engine.compare import Candidate, Progress, Resolve, Targets, _can
 from workbench.engine.confidence import MAX_DRAWS
 from workbench.engine.iso_sla import (
     CONFIG_KEYS,
-    SIMULATED_TRIES,
     Config,
     IsoResult,
     Search,
+    cheapest_holding,
+    entry_key,
     search,
+    tail_meets,
     tail_of,
 )
 from workbench.engine.pareto import BATCHES
@@ -409,28 +411,38 @@ class _Board:
         c = np.where(valid, c, np.inf)
         labels = np.broadcast_to(self.label_rank[drawn], c.shape)
         order = np.lexsort((tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
+        by_label = {candidate.label: candidate for candidate, _ in self.configs}
         for row, d in enumerate(pending.tolist()):
             found: str | None | bool = None if limit == math.inf else False
-            tries: Counter[str] = Counter()
-            for m in drawn[order[row]][valid[row][order[row]]].tolist():
+            if not self.tail_decides:
+                for m in drawn[order[row]][valid[row][order[row]]].tolist():
+                    found = self.configs[m][0].label
+                    break
+                result[d] = found
+                continue
+            # The same walk as iso_sla's, over every candidate at once (cost order, replicas added).
+            entries = []
+            for m in drawn[~np.isnan(cost[drawn, d])].tolist():
                 candidate, config = self.configs[m]
-                if not self.tail_decides:
-                    found = candidate.label
-                    break
-                tries[candidate.label] += 1
-                if tries[candidate.label] <= SIMULATED_TRIES and self._tail_holds(
-                    candidate, config, int(gpus[m, d] // config.tp), d
-                ):
-                    found = candidate.label
-                    break
+                replicas = int(gpus[m, d] // config.tp)
+                sized = dataclasses.replace(config, replicas=replicas, gpus=int(gpus[m, d]), tpot_s=float(tpot[m, d]),
+                                            usd_per_hour=float(cost[m, d]))  # fmt: skip
+                entries.append((entry_key(sized, candidate.label), candidate.label, sized))
+
+            def holds(label: str, config: Config, d: int = d) -> bool | None:
+                return self._tail_holds(by_label[label], config, d)
+
+            walk = cheapest_holding(entries, holds, limit)
+            if walk.owner is not None:
+                found = walk.owner
             result[d] = found
 
-    def _tail_holds(self, candidate: Candidate, config: Config, replicas: int, d: int) -> bool:
-        """Whether ``config`` with ``replicas`` keeps its simulated p99 within the targets under the
-        demand: at the scenario's own assumption values, or (drawn tails) at draw ``d``'s."""
+    def _tail_holds(self, candidate: Candidate, sized: Config, d: int) -> bool | None:
+        """Whether ``sized`` keeps its simulated p99 within the targets under the demand: at the
+        scenario's own assumption values, or (drawn tails) at draw ``d``'s; None if it cannot be
+        simulated."""
         assert self.demand is not None
         self.tick()
-        sized = dataclasses.replace(config, replicas=replicas, gpus=replicas * config.tp)
         if self.drawn_tails:
             values = {k: float(v[d]) for k, v in self._values.items()}
             key = tuple(sorted(values.items()))
@@ -441,10 +453,7 @@ class _Board:
             tail = tail_of(self.engine, scenario, candidate, self.resolve, sized, self.demand, tails)
         else:
             tail = tail_of(self.engine, self.scenario, candidate, self.resolve, sized, self.demand, self.found.tails)
-        if tail is None:
-            return False
-        t = self.targets
-        return (t.max_ttft_s is None or tail[0] <= t.max_ttft_s) and (t.max_tpot_s is None or tail[1] <= t.max_tpot_s)
+        return None if tail is None else tail_meets(tail, self.targets)
 
     # --- break-even ---------------------------------------------------------------------------
 

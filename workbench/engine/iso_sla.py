@@ -22,6 +22,8 @@ TPOT within the targets; that one wins the candidate.
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,12 +72,16 @@ class IsoResult:
     #: A candidate that meets the targets but loses: the rental price per GPU-hour below which it
     #: would win (every configuration's cost scales with the price, so its best one stays best).
     break_even_usd_per_gpu_hour: float | None = None
+    #: False when the search stopped before it knew (its simulations ran out): ``meets`` is then
+    #: False without saying that the candidate cannot meet the targets.
+    settled: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "candidate": self.candidate.label,
             "rank": self.rank,
             "meets_targets": self.meets,
+            "settled": self.settled,
             "reason": self.reason,
             "configurations_searched": self.searched,
             "best": None if self.best is None else self.best.as_dict(),
@@ -221,28 +227,151 @@ def _search(
         return IsoResult(candidate, best, False, "no price: enter one (ID@USD in --gpus-list)", searched, notes=[note])
     if demand is None or (targets.max_ttft_s is None and targets.max_tpot_s is None):
         return IsoResult(candidate, best, True, "", searched, notes=[note])
-    # Under the demand's load the tail matters: the cheapest configurations are simulated in cost
-    # order (their replicas sharing the requests) until one keeps its p99 within the targets.
-    for config in pool[:SIMULATED_TRIES]:
+    # Under the demand's load the tail matters: configurations are simulated in cost order, each
+    # layout also with more replicas than the demand needs (a queue near saturation misses p99;
+    # one replica more often holds it), until one keeps its p99 within the targets.
+    entries = [(entry_key(c, candidate.label), candidate.label, c) for c in pool]
+
+    def holds(_owner: str, config: Config) -> bool | None:
         tail = tail_of(engine, scenario, candidate, resolve, config, demand, tails)
-        if tail is None:
-            continue
-        ttft99, tpot99, rate = tail
-        if (targets.max_ttft_s is None or ttft99 <= targets.max_ttft_s) and (
-            targets.max_tpot_s is None or tpot99 <= targets.max_tpot_s
-        ):
-            why = (f"simulated under {rate:.3g} requests/s ({SIMULATED_REQUESTS:,} Poisson requests): p99 TTFT "
-                   f"{ttft99 * 1e3:.3g} ms, p99 TPOT {tpot99 * 1e3:.3g} ms")  # fmt: skip
-            return IsoResult(candidate, config, True, "", searched, notes=[why])
+        return None if tail is None else tail_meets(tail, targets)
+
+    walk = cheapest_holding(entries, holds)
+    tried = walk.tries.get(candidate.label, 0)
+    if walk.config is not None:
+        ttft99, tpot99, rate = tails[tail_key(candidate.label, walk.config)]  # type: ignore[misc]
+        why = (f"simulated under {rate:.3g} requests/s ({SIMULATED_REQUESTS:,} Poisson requests): p99 TTFT "
+               f"{ttft99 * 1e3:.3g} ms, p99 TPOT {tpot99 * 1e3:.3g} ms")  # fmt: skip
+        return IsoResult(candidate, walk.config, True, "", searched, notes=[why])
+    if candidate.label in walk.capped:
+        return IsoResult(
+            candidate, None, False,
+            f"not settled: the {tried} cheapest configurations meeting the targets on average (replicas added) "
+            "miss p99 under the demand's load; dearer ones were not simulated", searched, notes=[note], settled=False,
+        )  # fmt: skip
     return IsoResult(
         candidate, None, False,
-        f"the {min(len(pool), SIMULATED_TRIES)} cheapest configurations meeting the targets on average miss them at "
-        "p99 under the demand's load (simulated)", searched, notes=[note],
+        f"no configuration holds p99 under the demand's load: each of the {len(pool)} meeting the targets on average "
+        f"misses it even at nearly no load (simulated: {tried} runs)", searched, notes=[note],
     )  # fmt: skip
 
 
-#: Configurations simulated per candidate (cheapest first) before it is said to miss at p99.
-SIMULATED_TRIES = 6
+#: Simulations per candidate (cheapest first, replicas added) before its search stops unsettled.
+MAX_SIMULATIONS = 24
+#: After this many misses of one layout (its cheapest replica counts), it is simulated once at
+#: nearly no load (FLOOR_FACTOR times the demand's replicas): if it misses even there, no replica
+#: count of it holds (p99 falls as the replicas rise) and it is dropped.
+FLOOR_AFTER = 2
+FLOOR_FACTOR = 64
+
+
+def tail_key(label: str, config: Config) -> tuple[str, str, int, int, int]:
+    return (label, config.weights, config.tp, config.batch, config.replicas)
+
+
+def tail_meets(tail: tuple[float, float, float], targets: Targets) -> bool:
+    """Whether a simulated (p99 TTFT, p99 TPOT, rate) is within the latency targets."""
+    return (targets.max_ttft_s is None or tail[0] <= targets.max_ttft_s) and (
+        targets.max_tpot_s is None or tail[1] <= targets.max_tpot_s
+    )
+
+
+def with_replicas(config: Config, replicas: int) -> Config:
+    """``config`` with ``replicas`` replicas (its cost and throughput per replica kept)."""
+    r = config.replicas
+    return dataclasses.replace(
+        config, replicas=replicas, gpus=replicas * config.tp, tokens_per_s=config.tokens_per_s / r * replicas,
+        usd_per_hour=None if config.usd_per_hour is None else config.usd_per_hour / r * replicas,
+    )  # fmt: skip
+
+
+def entry_key(config: Config, label: str) -> tuple[Any, ...]:
+    """The order of the walk: cost, GPUs, candidate, TPOT, then the layout (a total order, so that
+    one candidate's walk and the walk of many candidates visit its configurations alike)."""
+    cost = config.usd_per_hour
+    return (cost if cost is not None else math.inf, config.gpus, label, config.tpot_s, config.weights, config.tp,
+            config.batch, config.replicas)  # fmt: skip
+
+
+@dataclass(slots=True)
+class Walk:
+    """What :func:`cheapest_holding` found: the first configuration that holds (and its owner), or
+    none; ``open`` when ``limit`` stopped it before any held; the simulations per owner and the
+    owners whose :data:`MAX_SIMULATIONS` ran out."""
+
+    owner: str | None
+    config: Config | None
+    open: bool
+    tries: dict[str, int]
+    capped: set[str]
+
+
+def cheapest_holding(
+    entries: Sequence[tuple[tuple[Any, ...], str, Config]],
+    holds: Any,
+    limit: float = math.inf,
+) -> Walk:
+    """The cheapest configuration that holds, over ``entries`` (key, owner, config) and every
+    replica count of each above its own: ``holds(owner, config)`` says True, False or None (cannot
+    be simulated).
+
+    Best first: each layout (an entry) keeps the fewest replicas not known to miss (``lo``) and the
+    fewest known to hold (``hi``); p99 falls as the replicas rise, so nothing below ``lo`` holds and
+    everything from ``hi`` on does. The layout whose ``lo`` costs least is looked at next: it wins
+    when ``lo == hi`` (then nothing cheaper can hold), else one more replica count of it is
+    simulated -- ``lo`` itself, then steps that double after each miss, or halfway to ``hi``. A
+    layout that misses :data:`FLOOR_AFTER` times is tried at nearly no load and dropped if it
+    misses there. Each owner gets :data:`MAX_SIMULATIONS`. A layout whose ``lo`` costs ``limit``
+    or more stops the walk open (the caller has not listed the configurations from there on).
+    :func:`iso_sla` walks one candidate; the confidence's draws walk all candidates together: each
+    owner's steps depend on its own layouts only, so it is walked alike either way."""
+    heap = [(key, owner, config, config.replicas, 0, 1, 0) for key, owner, config in entries]
+    heapq.heapify(heap)
+    tries: dict[str, int] = {}
+    capped: set[str] = set()
+
+    def tried(owner: str) -> bool:
+        if tries.get(owner, 0) >= MAX_SIMULATIONS:
+            capped.add(owner)
+            return False
+        tries[owner] = tries.get(owner, 0) + 1
+        return True
+
+    while heap:
+        key, owner, config, first, hi, step, misses = heapq.heappop(heap)  # config: at lo; hi 0: none known
+        lo = config.replicas
+        if key[0] >= limit:
+            return Walk(None, None, True, tries, capped)
+        if owner in capped:
+            continue
+        if hi == lo:
+            return Walk(owner, config, False, tries, capped)
+        probe = lo + step - 1 if not hi else lo + (hi - lo) // 2
+        if not tried(owner):
+            continue
+        verdict = holds(owner, with_replicas(config, probe))
+        if verdict is None:
+            continue  # not simulated: no replica count of it is
+        if verdict:
+            hi = probe
+        else:
+            lo, misses = probe + 1, misses + 1
+            if not hi:
+                step *= 2
+                if misses == FLOOR_AFTER:
+                    if not tried(owner):
+                        continue
+                    floor = first * FLOOR_FACTOR
+                    if not holds(owner, with_replicas(config, floor)):
+                        continue  # misses at nearly no load: no replica count of this layout holds
+                    hi = floor
+                if hi:
+                    step = 1
+        at = with_replicas(config, lo)
+        heapq.heappush(heap, (entry_key(at, owner), owner, at, first, hi, step, misses))
+    return Walk(None, None, False, tries, capped)
+
+
 #: Requests each simulation runs (Poisson arrivals at the demand, seeded).
 SIMULATED_REQUESTS = 600
 
@@ -252,7 +381,7 @@ def tail_of(
     tails: dict[tuple[str, str, int, int, int], tuple[float, float, float] | None],
 ) -> tuple[float, float, float] | None:
     """:func:`simulated_tail`, each (candidate, weights, TP, batch, replicas) simulated once."""
-    key = (candidate.label, config.weights, config.tp, config.batch, config.replicas)
+    key = tail_key(candidate.label, config)
     if key not in tails:
         tails[key] = simulated_tail(engine, scenario, candidate, resolve, config, demand)
     return tails[key]
