@@ -794,8 +794,10 @@ def _iso_body(scenario: str, results: Any, confidence: Any, demand: bool, body: 
     rows = []
     for r in results:
         b = r.best
-        if b is None or not r.meets:
-            what, cost = _e(r.reason), ""
+        if not r.settled:
+            what, cost = _e(r.reason), ""  # "not settled: ...": the search stopped before it knew
+        elif b is None or not r.meets:
+            what, cost = _e(f"does not meet the targets: {r.reason}"), ""
         else:
             what = _e(f"{b.describe()} ({b.gpus} GPUs)")
             value = b.usd_per_hour if demand else b.usd_per_million_tokens
