@@ -179,3 +179,17 @@ def test_the_readme_question_finds_mi300x(eng) -> None:  # type: ignore[no-untyp
     mi300x = next(r for r in results if r.candidate.label == "mi300x")
     assert mi300x.meets and mi300x.settled and mi300x.best.usd_per_hour <= 48.0 + 1e-9
     assert "simulated under" in mi300x.notes[0]
+
+
+def test_a_candidate_far_dearer_than_the_leader_is_not_settled(eng, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past COST_BOUND times the leader's cost a candidate is not simulated further: not settled,
+    never "does not meet"."""
+    from workbench.engine import iso_sla as module
+
+    monkeypatch.setattr(module, "simulated_tail",
+                        lambda e, s, c, r, config, d: (0.1, 0.01, 1.0) if c.accelerator == "h100-sxm" else (5.0, 5.0, 1.0))  # fmt: skip
+    dear = Candidate("mi300x", usd_per_gpu_hour=1000.0)
+    results = iso_sla(eng, SCENARIO, [Candidate("h100-sxm"), dear], resolve_scenario, TARGETS, batches=BATCHES)
+    assert [r.candidate.label for r in results][0] == "h100-sxm" and results[0].meets
+    far = results[1]
+    assert not far.meets and not far.settled and far.reason.startswith("not settled") and "times the cheapest" in far.reason

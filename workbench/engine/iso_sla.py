@@ -140,13 +140,34 @@ def search(
     targets = targets or Targets()
     allowed = allowed_weights(scenario, weights)
     resolve = cached_resolver(resolve)
-    results = []
+    results: list[IsoResult] = []
     found = Search([], allowed, {}, {})
+    tell = (lambda: progress(len(results), len(candidates))) if progress is not None else (lambda: None)
+    pending: list[_Pending] = []
     for candidate in candidates:
         seen = found.configs[candidate] = []
-        results.append(_search(engine, scenario, candidate, resolve, targets, allowed, batches, seen, found.tails))
-        if progress is not None:
-            progress(len(results), len(candidates))
+        got = _search(engine, scenario, candidate, resolve, targets, allowed, batches, seen)
+        if isinstance(got, IsoResult):
+            results.append(got)
+            tell()
+        else:
+            pending.append(got)
+    if pending:
+        # The tail decides. The cheapest candidate that holds is found first (all candidates walked
+        # together); each candidate is then walked up to COST_BOUND times that cost.
+        by_label = {p.candidate.label: p.candidate for p in pending}
+        demand = targets.min_tokens_per_s
+        assert demand is not None
+
+        def holds(owner: str, config: Config) -> bool | None:
+            tail = tail_of(engine, scenario, by_label[owner], resolve, config, demand, found.tails)
+            return None if tail is None else tail_meets(tail, targets)
+
+        leader = cheapest_holding([e for p in pending for e in p.entries], holds)
+        limit = math.inf if leader.config is None else leader.config.usd_per_hour * COST_BOUND  # type: ignore[operator]
+        for p in pending:
+            results.append(_settle(p, cheapest_holding(p.entries, holds, limit), limit, found.tails))
+            tell()
     ranked = sorted(results, key=lambda r: _order(r, targets.min_tokens_per_s is not None))
     for i, result in enumerate(ranked, 1):
         result.rank = i
@@ -188,8 +209,7 @@ def _order(result: IsoResult, demand: bool) -> tuple[Any, ...]:
 def _search(
     engine: Engine, scenario: Scenario, candidate: Candidate, resolve: Resolve, targets: Targets,
     allowed: Sequence[str], batches: Sequence[int], seen: list[Config],
-    tails: dict[tuple[str, str, int, int, int], tuple[float, float, float] | None],
-) -> IsoResult:  # fmt: skip
+) -> IsoResult | _Pending:  # fmt: skip
     demand = targets.min_tokens_per_s
     meeting: list[Config] = []
     best_ttft = best_tpot = math.inf
@@ -231,15 +251,26 @@ def _search(
     # layout also with more replicas than the demand needs (a queue near saturation misses p99;
     # one replica more often holds it), until one keeps its p99 within the targets.
     entries = [(entry_key(c, candidate.label), candidate.label, c) for c in pool]
+    return _Pending(candidate, entries, searched, note, len(pool))
 
-    def holds(_owner: str, config: Config) -> bool | None:
-        tail = tail_of(engine, scenario, candidate, resolve, config, demand, tails)
-        return None if tail is None else tail_meets(tail, targets)
 
-    walk = cheapest_holding(entries, holds)
+@dataclass(slots=True)
+class _Pending:
+    """A candidate whose configurations meet the targets on average: the tail decides."""
+
+    candidate: Candidate
+    entries: list[tuple[tuple[Any, ...], str, Config]]
+    searched: int
+    note: str
+    meeting: int
+
+
+def _settle(pending: _Pending, walk: Walk, limit: float, tails: dict[Any, Any]) -> IsoResult:
+    """The candidate's result from its walk (bounded by ``limit``, its cost per hour)."""
+    candidate, searched, note = pending.candidate, pending.searched, pending.note
     tried = walk.tries.get(candidate.label, 0)
     if walk.config is not None:
-        ttft99, tpot99, rate = tails[tail_key(candidate.label, walk.config)]  # type: ignore[misc]
+        ttft99, tpot99, rate = tails[tail_key(candidate.label, walk.config)]
         why = (f"simulated under {rate:.3g} requests/s ({SIMULATED_REQUESTS:,} Poisson requests): p99 TTFT "
                f"{ttft99 * 1e3:.3g} ms, p99 TPOT {tpot99 * 1e3:.3g} ms")  # fmt: skip
         return IsoResult(candidate, walk.config, True, "", searched, notes=[why])
@@ -249,15 +280,25 @@ def _search(
             f"not settled: the {tried} cheapest configurations meeting the targets on average (replicas added) "
             "miss p99 under the demand's load; dearer ones were not simulated", searched, notes=[note], settled=False,
         )  # fmt: skip
+    if walk.open:
+        return IsoResult(
+            candidate, None, False,
+            f"not settled: no configuration of it under ${limit:,.2f}/h ({COST_BOUND:g} times the cheapest "
+            f"candidate's cost) holds p99 under the demand's load ({tried} simulated); dearer ones were not "
+            "simulated", searched, notes=[note], settled=False,
+        )  # fmt: skip
     return IsoResult(
         candidate, None, False,
-        f"no configuration holds p99 under the demand's load: each of the {len(pool)} meeting the targets on average "
-        f"misses it even at nearly no load (simulated: {tried} runs)", searched, notes=[note],
+        f"no configuration holds p99 under the demand's load: each of the {pending.meeting} meeting the targets on "
+        f"average misses it even at nearly no load (simulated: {tried} runs)", searched, notes=[note],
     )  # fmt: skip
 
 
+#: A candidate is walked up to this many times the cheapest candidate's cost per hour; past that it
+#: is not settled (it could not be recommended at any price near the winner's).
+COST_BOUND = 10.0
 #: Simulations per candidate (cheapest first, replicas added) before its search stops unsettled.
-MAX_SIMULATIONS = 24
+MAX_SIMULATIONS = 16
 #: After this many misses of one layout (its cheapest replica counts), it is simulated once at
 #: nearly no load (FLOOR_FACTOR times the demand's replicas): if it misses even there, no replica
 #: count of it holds (p99 falls as the replicas rise) and it is dropped.
@@ -346,27 +387,23 @@ def cheapest_holding(
             continue
         if hi == lo:
             return Walk(owner, config, False, tries, capped)
-        probe = lo + step - 1 if not hi else lo + (hi - lo) // 2
+        probe = lo + step - 1 if not hi else min(lo + step - 1, lo + (hi - lo) // 2)
         if not tried(owner):
             continue
         verdict = holds(owner, with_replicas(config, probe))
         if verdict is None:
             continue  # not simulated: no replica count of it is
         if verdict:
-            hi = probe
+            hi, step = probe, max(step // 2, 1)
         else:
-            lo, misses = probe + 1, misses + 1
-            if not hi:
-                step *= 2
-                if misses == FLOOR_AFTER:
-                    if not tried(owner):
-                        continue
-                    floor = first * FLOOR_FACTOR
-                    if not holds(owner, with_replicas(config, floor)):
-                        continue  # misses at nearly no load: no replica count of this layout holds
-                    hi = floor
-                if hi:
-                    step = 1
+            lo, misses, step = probe + 1, misses + 1, step * 2
+            if not hi and misses == FLOOR_AFTER:
+                if not tried(owner):
+                    continue
+                floor = first * FLOOR_FACTOR
+                if not holds(owner, with_replicas(config, floor)):
+                    continue  # misses at nearly no load: no replica count of this layout holds
+                hi = floor
         at = with_replicas(config, lo)
         heapq.heappush(heap, (entry_key(at, owner), owner, at, first, hi, step, misses))
     return Walk(None, None, False, tries, capped)
