@@ -227,6 +227,10 @@ class _Board:
         self.layouts = list(layouts.values())
         order = {c.label: i for i, c in enumerate(sorted(found.configs, key=lambda c: c.label))}
         self.label_rank = np.array([order[c.label] for c, _ in self.configs], dtype=np.int64)
+        # The rest of iso_sla's walk order (entry_key): weights, TP, batch.
+        layouts_in_order = sorted({(c.weights, c.tp, c.batch) for _, c in self.configs})
+        rank = {layout: i for i, layout in enumerate(layouts_in_order)}
+        self.layout_rank = np.array([rank[(c.weights, c.tp, c.batch)] for _, c in self.configs], dtype=np.int64)
         self.lower = np.full(len(self.configs), -math.inf)  # cost bound over the whole box
         self.possible = np.ones(len(self.configs), dtype=bool)
         self.drawn_configurations = 0
@@ -410,7 +414,8 @@ class _Board:
         valid = ~np.isnan(c) & (c < limit)
         c = np.where(valid, c, np.inf)
         labels = np.broadcast_to(self.label_rank[drawn], c.shape)
-        order = np.lexsort((tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
+        layouts = np.broadcast_to(self.layout_rank[drawn], c.shape)
+        order = np.lexsort((layouts, tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
         by_label = {candidate.label: candidate for candidate, _ in self.configs}
         for row, d in enumerate(pending.tolist()):
             found: str | None | bool = None if limit == math.inf else False
@@ -420,19 +425,22 @@ class _Board:
                     break
                 result[d] = found
                 continue
-            # The same walk as iso_sla's, over every candidate at once (cost order, replicas added).
-            entries = []
-            for m in drawn[~np.isnan(cost[drawn, d])].tolist():
-                candidate, config = self.configs[m]
-                replicas = int(gpus[m, d] // config.tp)
-                sized = dataclasses.replace(config, replicas=replicas, gpus=int(gpus[m, d]), tpot_s=float(tpot[m, d]),
-                                            usd_per_hour=float(cost[m, d]))  # fmt: skip
-                entries.append((entry_key(sized, candidate.label), candidate.label, sized))
+            # The same walk as iso_sla's, over every candidate at once (cost order, replicas added;
+            # iso_sla's key order, so the entries are made as the walk reaches them).
+            listed = drawn[order[row]][valid[row][order[row]]].tolist()
+
+            def entries(listed: list[int] = listed, d: int = d) -> Any:
+                for m in listed:
+                    candidate, config = self.configs[m]
+                    replicas = int(gpus[m, d] // config.tp)
+                    sized = dataclasses.replace(config, replicas=replicas, gpus=int(gpus[m, d]),
+                                                tpot_s=float(tpot[m, d]), usd_per_hour=float(cost[m, d]))  # fmt: skip
+                    yield entry_key(sized, candidate.label), candidate.label, sized
 
             def holds(label: str, config: Config, d: int = d) -> bool | None:
                 return self._tail_holds(by_label[label], config, d)
 
-            walk = cheapest_holding(entries, holds, limit)
+            walk = cheapest_holding(entries(), holds, limit)
             if walk.owner is not None:
                 found = walk.owner
             result[d] = found

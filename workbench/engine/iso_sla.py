@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,7 +163,7 @@ def search(
             tail = tail_of(engine, scenario, by_label[owner], resolve, config, demand, found.tails)
             return None if tail is None else tail_meets(tail, targets)
 
-        leader = cheapest_holding([e for p in pending for e in p.entries], holds)
+        leader = cheapest_holding(sorted(e for p in pending for e in p.entries), holds)
         limit = math.inf if leader.config is None else leader.config.usd_per_hour * COST_BOUND  # type: ignore[operator]
         for p in pending:
             results.append(_settle(p, cheapest_holding(p.entries, holds, limit), limit, found.tails))
@@ -250,7 +250,7 @@ def _search(
     # Under the demand's load the tail matters: configurations are simulated in cost order, each
     # layout also with more replicas than the demand needs (a queue near saturation misses p99;
     # one replica more often holds it), until one keeps its p99 within the targets.
-    entries = [(entry_key(c, candidate.label), candidate.label, c) for c in pool]
+    entries = sorted((entry_key(c, candidate.label), candidate.label, c) for c in pool)
     return _Pending(candidate, entries, searched, note, len(pool))
 
 
@@ -296,7 +296,7 @@ def _settle(pending: _Pending, walk: Walk, limit: float, tails: dict[Any, Any]) 
 
 #: A candidate is walked up to this many times the cheapest candidate's cost per hour; past that it
 #: is not settled (it could not be recommended at any price near the winner's).
-COST_BOUND = 10.0
+COST_BOUND = 5.0
 #: Simulations per candidate (cheapest first, replicas added) before its search stops unsettled.
 MAX_SIMULATIONS = 16
 #: After this many misses of one layout (its cheapest replica counts), it is simulated once at
@@ -348,11 +348,12 @@ class Walk:
 
 
 def cheapest_holding(
-    entries: Sequence[tuple[tuple[Any, ...], str, Config]],
+    entries: Iterable[tuple[tuple[Any, ...], str, Config]],
     holds: Any,
     limit: float = math.inf,
 ) -> Walk:
-    """The cheapest configuration that holds, over ``entries`` (key, owner, config) and every
+    """The cheapest configuration that holds, over ``entries`` (key, owner, config; in key order,
+    :func:`entry_key`) and every
     replica count of each above its own: ``holds(owner, config)`` says True, False or None (cannot
     be simulated).
 
@@ -366,8 +367,11 @@ def cheapest_holding(
     or more stops the walk open (the caller has not listed the configurations from there on).
     :func:`iso_sla` walks one candidate; the confidence's draws walk all candidates together: each
     owner's steps depend on its own layouts only, so it is walked alike either way."""
-    heap = [(key, owner, config, config.replicas, 0, 1, 0) for key, owner, config in entries]
-    heapq.heapify(heap)
+    # Entries come in key order and are taken as the walk reaches them (a draw of the confidence
+    # lists hundreds, of which it looks at a few); layouts walked further wait in the heap.
+    heap: list[tuple[Any, ...]] = []
+    listed = iter(entries)
+    ahead = next(listed, None)
     tries: dict[str, int] = {}
     capped: set[str] = set()
 
@@ -378,8 +382,13 @@ def cheapest_holding(
         tries[owner] = tries.get(owner, 0) + 1
         return True
 
-    while heap:
-        key, owner, config, first, hi, step, misses = heapq.heappop(heap)  # config: at lo; hi 0: none known
+    while heap or ahead is not None:
+        if ahead is not None and (not heap or ahead[0] < heap[0][0]):
+            key, owner, config = ahead
+            first, hi, step, misses = config.replicas, 0, 1, 0
+            ahead = next(listed, None)
+        else:
+            key, owner, config, first, hi, step, misses = heapq.heappop(heap)  # config: at lo; hi 0: none known
         lo = config.replicas
         if key[0] >= limit:
             return Walk(None, None, True, tries, capped)
