@@ -14,10 +14,21 @@ A candidate with no meeting configuration says which target binds: the best TTFT
 its configurations reached. Candidates are ranked: meeting first, by cost.
 
 The search runs on the closed-form serving model's latencies (means, at each configuration's
-concurrency). With a demand and a latency target, the tail decides: the cheapest configurations
-that meet the targets on average are simulated in cost order (the iteration-level serving
-simulator, Poisson arrivals at the demand spread over the replicas) until one keeps its p99 TTFT and
-TPOT within the targets; that one wins the candidate.
+concurrency). With a demand and a latency target, the tail decides: configurations that meet the
+targets on average are simulated (the iteration-level serving simulator, Poisson arrivals at the
+demand spread over the replicas) and the cheapest whose p99 TTFT and TPOT stay within the targets
+wins. Each layout (weights, TP, batch) may take more replicas than the demand needs -- a queue
+near saturation misses p99 where one replica more holds it -- so the search space is every layout
+at every replica count from the demand's minimum up, walked best first in cost order
+(:func:`cheapest_holding`): p99 falls as replicas rise (measured: steeply up to the knee; past
+it, on the floor, it wobbles by a few percent, where a target sitting in that wobble could be met
+one replica earlier than found), so each layout keeps the fewest replicas
+not known to miss and the fewest known to hold, and the cheapest candidate layout is simulated next
+until the cheapest one is known to hold. A layout that misses even at nearly no load is dropped:
+no replica count of it holds. The cheapest candidate that holds is found first (all candidates
+walked together); the others are walked up to :data:`COST_BOUND` times its cost and at most
+:data:`MAX_SIMULATIONS` simulations each. Where a bound stops a candidate's walk, its result is
+not settled (``settled`` False, the reason says what was not simulated), never "does not meet".
 """
 
 from __future__ import annotations
