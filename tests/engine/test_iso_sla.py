@@ -190,6 +190,6 @@ def test_a_candidate_far_dearer_than_the_leader_is_not_settled(eng, monkeypatch)
                         lambda e, s, c, r, config, d: (0.1, 0.01, 1.0) if c.accelerator == "h100-sxm" else (5.0, 5.0, 1.0))  # fmt: skip
     dear = Candidate("mi300x", usd_per_gpu_hour=1000.0)
     results = iso_sla(eng, SCENARIO, [Candidate("h100-sxm"), dear], resolve_scenario, TARGETS, batches=BATCHES)
-    assert [r.candidate.label for r in results][0] == "h100-sxm" and results[0].meets
+    assert results[0].candidate.label == "h100-sxm" and results[0].meets
     far = results[1]
     assert not far.meets and not far.settled and far.reason.startswith("not settled") and "times the cheapest" in far.reason
