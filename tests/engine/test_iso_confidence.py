@@ -171,3 +171,25 @@ def test_a_winner_whose_tail_sits_at_the_target_is_flagged(eng, monkeypatch) -> 
                                batches=BATCHES, draws=5, break_even=False)  # fmt: skip
         edge = [n for n in c.notes if "within 5% of its target" in n and "p99 TTFT (950 ms)" in n]
         assert bool(edge) is flagged, c.notes
+
+
+def test_each_draw_is_iso_sla_when_replicas_rescue_the_tail(eng, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A stand-in tail that falls as replicas rise (and one layout that never holds): the draws
+    add replicas exactly as iso_sla does."""
+    from workbench.engine import iso_sla as module
+
+    def tail(e, s, c, r, config, d):  # type: ignore[no-untyped-def]
+        if config.tp == 1 and config.batch == 16:
+            return (5.0, 5.0, 1.0)
+        return (0.2 * config.batch / config.replicas, 0.01, 1.0)
+
+    monkeypatch.setattr(module, "simulated_tail", tail)
+    c = iso_sla_confidence(eng, SCENARIO, CANDIDATES, resolve_scenario, DEMAND, weights=WEIGHTS, batches=BATCHES,
+                           draws=200, seed=4, break_even=False)  # fmt: skip
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    values = {f.target: rng.uniform(f.low, f.high, size=200) for f in c.drawn}
+    picked = [0, 1] + [i for i in range(2, 200) if c.winners[i] != c.winners[0]][:3]
+    for d in picked:
+        assert c.winners[d] == _winner_with(eng, {k: float(v[d]) for k, v in values.items()}, DEMAND), d

@@ -469,6 +469,10 @@ def render_iso_sla(scenario: str, results: Any, targets: Any, confidence: Any = 
     lines = [f"{scenario} at equal service level: each candidate in its cheapest configuration of one-node replicas "
              f"that meets the targets ({'cost per hour of the replicas the demand needs' if demand else 'cost per million tokens'})"]  # fmt: skip
     for r in results:
+        if not getattr(r, "settled", True):
+            # The search ran out of simulations before it knew: not a verdict that it misses.
+            lines.append(f"  {r.rank:>2}  {r.candidate.label}: {r.reason}")
+            continue
         if r.best is None or not r.meets:
             lines.append(f"  {r.rank:>2}  {r.candidate.label}: does not meet the targets: {r.reason}")
             continue

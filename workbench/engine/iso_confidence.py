@@ -44,11 +44,13 @@ from workbench.engine.compare import Candidate, Progress, Resolve, Targets, _can
 from workbench.engine.confidence import MAX_DRAWS
 from workbench.engine.iso_sla import (
     CONFIG_KEYS,
-    SIMULATED_TRIES,
     Config,
     IsoResult,
     Search,
+    cheapest_holding,
+    entry_key,
     search,
+    tail_meets,
     tail_of,
 )
 from workbench.engine.pareto import BATCHES
@@ -225,6 +227,10 @@ class _Board:
         self.layouts = list(layouts.values())
         order = {c.label: i for i, c in enumerate(sorted(found.configs, key=lambda c: c.label))}
         self.label_rank = np.array([order[c.label] for c, _ in self.configs], dtype=np.int64)
+        # The rest of iso_sla's walk order (entry_key): weights, TP, batch.
+        layouts_in_order = sorted({(c.weights, c.tp, c.batch) for _, c in self.configs})
+        rank = {layout: i for i, layout in enumerate(layouts_in_order)}
+        self.layout_rank = np.array([rank[(c.weights, c.tp, c.batch)] for _, c in self.configs], dtype=np.int64)
         self.lower = np.full(len(self.configs), -math.inf)  # cost bound over the whole box
         self.possible = np.ones(len(self.configs), dtype=bool)
         self.drawn_configurations = 0
@@ -408,29 +414,43 @@ class _Board:
         valid = ~np.isnan(c) & (c < limit)
         c = np.where(valid, c, np.inf)
         labels = np.broadcast_to(self.label_rank[drawn], c.shape)
-        order = np.lexsort((tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
+        layouts = np.broadcast_to(self.layout_rank[drawn], c.shape)
+        order = np.lexsort((layouts, tpot[np.ix_(drawn, pending)].T, labels, gpus[np.ix_(drawn, pending)].T, c), axis=-1)
+        by_label = {candidate.label: candidate for candidate, _ in self.configs}
         for row, d in enumerate(pending.tolist()):
             found: str | None | bool = None if limit == math.inf else False
-            tries: Counter[str] = Counter()
-            for m in drawn[order[row]][valid[row][order[row]]].tolist():
-                candidate, config = self.configs[m]
-                if not self.tail_decides:
-                    found = candidate.label
+            if not self.tail_decides:
+                for m in drawn[order[row]][valid[row][order[row]]].tolist():
+                    found = self.configs[m][0].label
                     break
-                tries[candidate.label] += 1
-                if tries[candidate.label] <= SIMULATED_TRIES and self._tail_holds(
-                    candidate, config, int(gpus[m, d] // config.tp), d
-                ):
-                    found = candidate.label
-                    break
+                result[d] = found
+                continue
+            # The same walk as iso_sla's, over every candidate at once (cost order, replicas added;
+            # iso_sla's key order, so the entries are made as the walk reaches them).
+            listed = drawn[order[row]][valid[row][order[row]]].tolist()
+
+            def entries(listed: list[int] = listed, d: int = d) -> Any:
+                for m in listed:
+                    candidate, config = self.configs[m]
+                    replicas = int(gpus[m, d] // config.tp)
+                    sized = dataclasses.replace(config, replicas=replicas, gpus=int(gpus[m, d]),
+                                                tpot_s=float(tpot[m, d]), usd_per_hour=float(cost[m, d]))  # fmt: skip
+                    yield entry_key(sized, candidate.label), candidate.label, sized
+
+            def holds(label: str, config: Config, d: int = d) -> bool | None:
+                return self._tail_holds(by_label[label], config, d)
+
+            walk = cheapest_holding(entries(), holds, limit)
+            if walk.owner is not None:
+                found = walk.owner
             result[d] = found
 
-    def _tail_holds(self, candidate: Candidate, config: Config, replicas: int, d: int) -> bool:
-        """Whether ``config`` with ``replicas`` keeps its simulated p99 within the targets under the
-        demand: at the scenario's own assumption values, or (drawn tails) at draw ``d``'s."""
+    def _tail_holds(self, candidate: Candidate, sized: Config, d: int) -> bool | None:
+        """Whether ``sized`` keeps its simulated p99 within the targets under the demand: at the
+        scenario's own assumption values, or (drawn tails) at draw ``d``'s; None if it cannot be
+        simulated."""
         assert self.demand is not None
         self.tick()
-        sized = dataclasses.replace(config, replicas=replicas, gpus=replicas * config.tp)
         if self.drawn_tails:
             values = {k: float(v[d]) for k, v in self._values.items()}
             key = tuple(sorted(values.items()))
@@ -441,10 +461,7 @@ class _Board:
             tail = tail_of(self.engine, scenario, candidate, self.resolve, sized, self.demand, tails)
         else:
             tail = tail_of(self.engine, self.scenario, candidate, self.resolve, sized, self.demand, self.found.tails)
-        if tail is None:
-            return False
-        t = self.targets
-        return (t.max_ttft_s is None or tail[0] <= t.max_ttft_s) and (t.max_tpot_s is None or tail[1] <= t.max_tpot_s)
+        return None if tail is None else tail_meets(tail, self.targets)
 
     # --- break-even ---------------------------------------------------------------------------
 

@@ -783,8 +783,9 @@ def _iso_body(scenario: str, results: Any, confidence: Any, demand: bool, body: 
     body.intro(
         f"{_e(scenario)} with each candidate in the configuration that meets the targets at the lowest cost: "
         "tensor parallelism and concurrency on one node, the allowed weight precisions, and replicas for the "
-        "demand; where a demand and latency targets are set, the cheapest configurations are simulated under "
-        "the demand's load until one holds at p99. Cost: "
+        "demand; where a demand and latency targets are set, configurations (with replicas added where the tail "
+        "needs them) are simulated under the demand's load in cost order until one holds at p99; 'not settled' "
+        "marks a candidate whose search stopped before it knew. Cost: "
         + ("per hour of the replicas the demand needs." if demand else "per million output tokens.")
         + " A losing candidate's break-even is the rental price per GPU-hour below which it would win."
         + ("" if confidence is None else f" Share of draws: how often it wins over {confidence.draws:,} draws of "
@@ -794,8 +795,10 @@ def _iso_body(scenario: str, results: Any, confidence: Any, demand: bool, body: 
     rows = []
     for r in results:
         b = r.best
-        if b is None or not r.meets:
-            what, cost = _e(r.reason), ""
+        if not r.settled:
+            what, cost = _e(r.reason), ""  # "not settled: ...": the search stopped before it knew
+        elif b is None or not r.meets:
+            what, cost = _e(f"does not meet the targets: {r.reason}"), ""
         else:
             what = _e(f"{b.describe()} ({b.gpus} GPUs)")
             value = b.usd_per_hour if demand else b.usd_per_million_tokens
