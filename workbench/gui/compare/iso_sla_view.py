@@ -76,6 +76,22 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 COLUMN_INDEX = {ident: n for n, (ident, _, _) in enumerate(COLUMNS)}
 
 
+def changes_only(report: Report) -> Report:
+    """``report`` for values that differ from the last one sent. The confidence checks in (and
+    is stopped by a Cancel) thousands of times a run, mostly with the same step: each report sent
+    is a queued signal the GUI thread takes the GIL for, and on a loaded 2-core machine each such
+    hand-over of the GIL cost the worker a wait for the scheduler (3,800 of them a run: the
+    window took 3.5 s where the engine alone took 2.4 s; tests/benchmarks/bench_gui_iso.py)."""
+    last: list[Any] = [object()]
+
+    def send(value: Any) -> None:
+        if value != last[0]:
+            last[0] = value
+            report(value)
+
+    return send
+
+
 def choose_draws(combo: QComboBox, draws: int) -> None:
     """Select ``draws`` in a confidence list, adding it when not offered (a project saved with
     another number, a test's few draws)."""
@@ -320,12 +336,14 @@ class IsoSlaView(QWidget):
             text = ""
         self.progress.stopped(text)
 
+    # The choice is saved after the search is under way: saving is a project edit the rest of the
+    # window reacts to on the GUI thread, which then overlaps the worker instead of delaying it.
+
     def _on_draws(self) -> None:
-        self.settings_edited.emit()
         self._changed()
+        self.settings_edited.emit()
 
     def _on_mode(self, on: bool) -> None:
-        self.settings_edited.emit()
         self.mode_button.setText("✓ At equal service level" if on else "At equal service level")
         if on:
             self._dirty = True
@@ -334,6 +352,7 @@ class IsoSlaView(QWidget):
         else:
             self.runner.cancel()
             self._clear()
+        self.settings_edited.emit()
 
     # --- running ------------------------------------------------------------------------------
 
@@ -351,7 +370,7 @@ class IsoSlaView(QWidget):
         catalogs, source, weights, draws = self.catalogs, self.engine_source, list(self.weights()), self.draws()
 
         def job(stale: Stale, report: Report) -> tuple[list[IsoResult], IsoConfidence | None]:
-            progress = engine_progress(stale, report)
+            progress = engine_progress(stale, changes_only(report))
             resolve = lambda s: catalogs.resolve(s, project)  # noqa: E731 - one line, read twice
             if draws:
                 # One call: its base ranking is iso_sla's, so the search is not run twice.
