@@ -173,3 +173,13 @@ def test_a_project_saved_before_these_choices_opens_with_them_off() -> None:
                                          '"usd_per_gpu_hour": {}, "budget_basis": "auto"}')
     assert (old.iso_sla, old.iso_sla_weights, old.iso_sla_confidence_draws, old.confidence_draws) == (
         False, (), 0, 0)
+
+
+def test_progress_is_sent_only_when_it_changes() -> None:
+    # The engine checks in thousands of times a run with the same step; each report sent is a
+    # queued signal (and a GIL hand-over) on the GUI thread.
+    sent: list[object] = []
+    send = iso_sla_view.changes_only(sent.append)
+    for value in [(0, 4), (0, 4), (1, 4), (1, 4), (1, 4), (2, 4), (1, 4)]:
+        send(value)
+    assert sent == [(0, 4), (1, 4), (2, 4), (1, 4)]
