@@ -169,11 +169,16 @@ class IsoSlaView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.mode_button)
         top.addWidget(self.weights_button)
-        top.addWidget(draws_label)
-        top.addWidget(self.draws_choice)
         top.addStretch(1)
         self.progress = ProgressRow("iso_sla", self)
         self.progress.cancel_requested.connect(self.cancel)
+        # The confidence on the line of the progress (as on the Ranking page): beside the mode and
+        # the weights it made the page too wide for a 1280x800 screen at 150%.
+        status = QHBoxLayout()
+        status.setSpacing(6)
+        status.addWidget(draws_label)
+        status.addWidget(self.draws_choice)
+        status.addWidget(self.progress, 1)
         self.summary = WholeLinesLabel("", self)
         self.summary.setObjectName("iso_sla_summary")
         self.summary.setTextFormat(Qt.TextFormat.RichText)
@@ -206,7 +211,7 @@ class IsoSlaView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
-        layout.addWidget(self.progress)
+        layout.addLayout(status)
         layout.addWidget(self.summary)
         layout.addWidget(self.confidence_label)
         layout.addWidget(self.table, 1)
@@ -369,9 +374,11 @@ class IsoSlaView(QWidget):
             return 0
         catalogs, source, weights, draws = self.catalogs, self.engine_source, list(self.weights()), self.draws()
 
+        def resolve(s: Scenario) -> Any:
+            return catalogs.resolve(s, project)
+
         def job(stale: Stale, report: Report) -> tuple[list[IsoResult], IsoConfidence | None]:
             progress = engine_progress(stale, changes_only(report))
-            resolve = lambda s: catalogs.resolve(s, project)  # noqa: E731 - one line, read twice
             if draws:
                 # One call: its base ranking is iso_sla's, so the search is not run twice.
                 confidence = iso_sla_confidence(source(), scenario, candidates, resolve, targets, weights=weights,
