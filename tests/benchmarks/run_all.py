@@ -312,6 +312,8 @@ def run_all(bench_venv: Path, compare: bool) -> dict[str, Any]:
                                                        "requests_10000_x1_continuous", "wall_s"),
         "iso_sla_catalog_with_1000_draws_s": _pick(results.get("bench_iso_sla", {}),
                                                    "iso_sla_with_confidence_1000_draws", "median_s"),
+        "iso_sla_in_window_click_to_result_s": _pick(results.get("bench_gui_iso", {}), "click_to_result", "median_s"),
+        "iso_sla_window_adds_s": _pick(results.get("bench_gui_iso", {}), "window_adds_s"),
     }
     return {
         "date": dt.datetime.now().isoformat(timespec="seconds"),

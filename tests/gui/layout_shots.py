@@ -8,8 +8,8 @@ logical pixels, as its user sees it. The window fills the screen (as maximized).
 (the sample's first scenario, Scenario panel in front), ``out-of-memory`` (256 requests: the fixes at
 the top of Results, Model panel in front), ``kernels`` (the Kernels tab), ``compare`` (Hardware panel
 in front), ``compare-confidence`` (the ranking with its 200-draw confidence column),
-``compare-pareto`` (the Pareto fronts page), ``compare-iso`` (the ranking at equal service level, a
-TPOT target set) and ``sensitivity``.
+``compare-pareto`` (the Pareto fronts page), ``compare-iso`` (the ranking at equal service level with its
+200-draw confidence, a TPOT target set) and ``sensitivity``.
 Writes ``layout.json``: {"size", "logical", "shots": {state: [problems]}}.
 """
 
@@ -134,9 +134,10 @@ class Driver:
         view = self.window.compare_view
         view.set_target("max_tpot_s", 50)
         view.result_tabs.setCurrentWidget(view.iso_view)
+        view.iso_view.set_draws(200)
         view.iso_view.mode_button.setChecked(True)
-        self._wait_view(view, lambda: self._wait_idle(view.iso_view.runner, lambda: bool(view.iso_view.results),
-                                                      self._next))
+        self._wait_view(view, lambda: self._wait_idle(view.iso_view.runner,
+                                                      lambda: view.iso_view.confidence is not None, self._next))
 
     def compare_iso(self) -> None:
         self._shot("compare-iso")

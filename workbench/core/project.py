@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from workbench.core import limits
+from workbench.core.dtypes import WeightFormat
 from workbench.core.hardware import Accelerator
 from workbench.core.model import ModelArchitecture
 from workbench.core.scenario import Scenario
@@ -41,6 +42,16 @@ class Comparison(BaseModel):
         "auto",
         description="What the budget pays for: the training run, the cheaper of buying and renting, or "
         "buying (auto: the run for training with tokens to train on, else buy-or-rent).",
+    )
+    confidence_draws: int = Field(
+        0, ge=0, le=100_000, description="Draws of the ranking's decision confidence (0: not computed)."
+    )
+    iso_sla: bool = Field(False, description="Compare at equal service level (the Compare tab's page is on).")
+    iso_sla_weights: tuple[WeightFormat, ...] = Field(
+        (), description="Weight precisions the equal-service-level search may choose (none: the scenario's own)."
+    )
+    iso_sla_confidence_draws: int = Field(
+        0, ge=0, le=100_000, description="Draws of the confidence at equal service level (0: not computed)."
     )
 
     #: The target fields, named as ``workbench.engine.compare.Targets`` names them.

@@ -8,6 +8,9 @@ import re
 from workbench.engine.compare import CandidateResult
 from workbench.report import numbers
 
+#: Decision confidence choices (the Ranking's and the equal-service-level page's): (draws, label); 0 is off.
+CONFIDENCE_DRAWS = ((0, "off"), (200, "200 draws"), (1000, "1,000 draws"))
+
 _VENDOR_WORDS = re.compile(r"^(NVIDIA|AMD|Intel|Google Cloud|Google|Apple)\s+(Instinct\s+|GeForce\s+|Tesla\s+)?")
 _BRACKETS = re.compile(r"\s*\([^)]*\)")
 

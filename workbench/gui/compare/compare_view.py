@@ -53,7 +53,7 @@ from workbench.gui import exports, theme
 from workbench.gui.background import BackgroundRunner, Report, Stale, engine_progress
 from workbench.gui.catalogs import Catalogs
 from workbench.gui.charts.compare_chart import CompareBarChart
-from workbench.gui.compare.compare_format import gui_words, headline, low_high, short_name
+from workbench.gui.compare.compare_format import CONFIDENCE_DRAWS, gui_words, headline, low_high, short_name
 from workbench.gui.compare.compare_table import (
     COLUMN_INDEX,
     COLUMNS,
@@ -61,7 +61,7 @@ from workbench.gui.compare.compare_table import (
     ComparisonTableModel,
 )
 from workbench.gui.compare.comparer import Comparer, CompareRequest, CompareResult
-from workbench.gui.compare.iso_sla_view import IsoSlaView
+from workbench.gui.compare.iso_sla_view import IsoSlaView, choose_draws
 from workbench.gui.compare.pareto_view import ParetoView
 from workbench.gui.compare.progress_row import ProgressRow
 from workbench.gui.compare.solver_panel import SolverPanel, parse_amount
@@ -91,8 +91,6 @@ TARGET_FIELDS: tuple[tuple[str, str, str, float, str], ...] = (
     ("deadline_days", "Deadline", "days", 1.0, "Training finishes within this many days (needs tokens to train on)"),
     ("budget_usd", "Budget", "USD", 1.0, "Spend at most this much (see the basis below)"),
 )
-#: Decision confidence choices: (draws, label); 0 is off.
-CONFIDENCE_DRAWS = ((0, "off"), (200, "200 draws"), (1000, "1,000 draws"))
 BUDGET_BASES = (("auto", "auto: the run for training, else cheaper of buy/rent"), ("run", "the training run"),
                 ("tco", "cheaper of buy and rent over the years"), ("capex", "buying the GPUs and servers"))
 
@@ -209,6 +207,7 @@ class CompareView(QWidget):
         ranking_layout.addWidget(self.results_splitter, 1)
         self.pareto_view = ParetoView(controller, catalogs, engine_source, results)
         self.iso_view = IsoSlaView(catalogs, engine_source, results)
+        self.iso_view.settings_edited.connect(lambda: self._save_setup("Equal service level setting"))
         self.result_tabs = QTabWidget(results)
         self.result_tabs.setObjectName("compare_result_tabs")
         self.result_tabs.setDocumentMode(True)
@@ -540,14 +539,19 @@ class CompareView(QWidget):
 
     def _on_setup_edited(self, label: str | None = None) -> None:
         self._update_count()
-        if not self._restoring:
-            self._seen_saved = self.setup()
-            if label is None:
-                self.controller.set_comparison(self._seen_saved)
-            else:  # a price: an undo step of its own
-                self.controller.set_comparison(self._seen_saved, label, merge_key=None)
+        self._save_setup(label, own_step=label is not None)  # a price: an undo step of its own
         self.setup_changed.emit()
         self.schedule()
+
+    def _save_setup(self, label: str | None = None, own_step: bool = False) -> None:
+        """Keep the setup on screen as the project's (not while showing the project's own)."""
+        if self._restoring:
+            return
+        self._seen_saved = self.setup()
+        if own_step:
+            self.controller.set_comparison(self._seen_saved, label or "Compare setup", merge_key=None)
+        else:
+            self.controller.set_comparison(self._seen_saved, label or "Compare setup")
 
     # --- the project's saved setup ------------------------------------------------------------
 
@@ -559,6 +563,10 @@ class CompareView(QWidget):
             accelerators=tuple(self._ticked_ids()),
             scenarios=() if self._follow_current else tuple(self._ticked_scenarios()),
             usd_per_gpu_hour=dict(self.prices),
+            confidence_draws=self.confidence_draws(),
+            iso_sla=self.iso_view.mode_button.isChecked(),
+            iso_sla_weights=self.iso_view.chosen_weights(),
+            iso_sla_confidence_draws=self.iso_view.draws(),
             **{name: getattr(targets, name) for name in SavedComparison.TARGET_FIELDS},
         )
 
@@ -597,11 +605,19 @@ class CompareView(QWidget):
             index = self.budget_basis.findData(saved.budget_basis)
             if index >= 0 and index != self.budget_basis.currentIndex():
                 self.budget_basis.setCurrentIndex(index)
+            self._apply_saved_pages(saved)
         finally:
             self._restoring = False
         self._update_count()
         self.setup_changed.emit()
         self.schedule()
+
+    def _apply_saved_pages(self, saved: SavedComparison) -> None:
+        """The confidence draws and the equal-service-level choices of ``saved``."""
+        if saved.confidence_draws != self.confidence_draws():
+            choose_draws(self.confidence_choice, saved.confidence_draws)
+        self.iso_view.apply_settings(saved.iso_sla, tuple(w.value for w in saved.iso_sla_weights),
+                                     saved.iso_sla_confidence_draws)
 
     def _on_price_entered(self, accelerator_id: str, text: str) -> None:
         """A price typed in the table's price column: a number (a $ and /h are fine), or empty."""
@@ -615,6 +631,11 @@ class CompareView(QWidget):
     def _on_project_replaced(self) -> None:
         self._follow_current = True
         self.prices = {}
+        self._restoring = True
+        try:  # a project without a saved setup starts with these pages' defaults
+            self._apply_saved_pages(SavedComparison(name=SAVED_NAME))
+        finally:
+            self._restoring = False
         self.comparer.forget()
         self._fill_candidates(check_all=True)
         self._fill_scenarios()
@@ -708,6 +729,7 @@ class CompareView(QWidget):
     def _on_confidence_choice(self) -> None:
         self._drop_confidence()
         self._start_confidence()
+        self._save_setup("Confidence draws")
 
     def _drop_confidence(self) -> None:
         """Forget the confidence on screen and stop computing one (the inputs changed)."""
@@ -749,6 +771,7 @@ class CompareView(QWidget):
         self.confidence_choice.blockSignals(True)
         self.confidence_choice.setCurrentIndex(self.confidence_choice.findData(0))
         self.confidence_choice.blockSignals(False)
+        self._save_setup("Confidence draws")
         self.confidence_row.stopped("Cancelled, so off: choose a number of draws to compute it again.")
 
     def _on_confidence(self, _generation: int, confidence: Confidence) -> None:
