@@ -124,6 +124,25 @@ ADAFACTOR_MOMENTUM_BYTES = Assumption(
     maximum=8,
 )
 
+UNIFIED_GPU_SHARE = Assumption(
+    id="memory.unified_gpu_share",
+    title="Share of an Apple chip's unified memory the GPU may wire",
+    default=0.0,
+    unit="fraction (0: macOS default)",
+    source=(
+        "macOS caps the GPU's working set at Metal's recommendedMaxWorkingSetSize, which llama.cpp prints at "
+        "start: 10922.67 MB on a 16 GB Mac (abetlen/llama-cpp-python issue 687) and 21845.34 MB on a 32 GB Mac "
+        "(ollama/ollama issue 434), two thirds of the RAM; 49152 MiB on a 64 GB Mac (ggml-org/llama.cpp issue "
+        "1870), three quarters. The rest stays with macOS and the other processes; sysctl iogpu.wired_limit_mb "
+        "raises the cap"
+    ),
+    description="0 applies macOS's default: 2/3 of the RAM up to 36 GB, 3/4 above (the 36 GB boundary lies "
+    "between the observed 32 GB and 64 GB machines). A fraction replaces it (e.g. after raising "
+    "iogpu.wired_limit_mb). Apple chips only: other unified-memory chips keep their whole memory.",
+    minimum=0,
+    maximum=1,
+)
+
 ALL = (
     QUANT_KEEPS_16BIT,
     KV_MLA_DECOMPRESSED,
@@ -132,4 +151,12 @@ ALL = (
     FRAGMENTATION,
     ZERO3_LIVE_LAYERS,
     ADAFACTOR_MOMENTUM_BYTES,
+    UNIFIED_GPU_SHARE,
 )
+
+
+def unified_gpu_share(memory_gib: float, setting: float) -> float:
+    """The share of an Apple chip's unified memory its GPU may use (:data:`UNIFIED_GPU_SHARE`)."""
+    if setting > 0:
+        return setting
+    return 2.0 / 3.0 if memory_gib <= 36 else 0.75

@@ -274,7 +274,7 @@ class MemoryStackEstimator:
             average = (0.0,) * len(PARTS)  # not read
         average_total = sum(average)
 
-        capacity = ctx.gpu.memory_bytes
+        capacity, capacity_text, capacity_ids = _gpu_capacity(ctx)
         engine = scenario.serving.engine
         utilization = 1.0 if p.training else scenario.serving.gpu_memory_utilization
         searched = want("memory.min_gpus")
@@ -351,7 +351,7 @@ class MemoryStackEstimator:
             )
         gib = ctx.gpu.memory_gib
         if want("memory.gpu_capacity"):
-            out["memory.gpu_capacity"] = col(capacity, "B", "GPU memory", lambda _: f"{gib:g} GiB x 2^30 B")
+            out["memory.gpu_capacity"] = col(capacity, "B", "GPU memory", lambda _: capacity_text, capacity_ids)
         if want("memory.usable_capacity"):
             out["memory.usable_capacity"] = col(
                 _value(usable),
@@ -416,6 +416,25 @@ class MemoryStackEstimator:
 def _full(value: Any, n: int) -> np.ndarray:
     """A per-point amount as an array of ``n`` entries."""
     return value if isinstance(value, np.ndarray) else np.full(n, value)
+
+
+def _gpu_capacity(ctx: Any) -> tuple[float, str, tuple[str, ...]]:
+    """The memory the GPU may use, its formula and the assumptions behind it: the whole memory of
+    a discrete GPU; an Apple chip's unified memory less what macOS keeps (memory.unified_gpu_share)."""
+    gpu = ctx.gpu
+    gib = gpu.memory_gib
+    if gpu.vendor != "apple" or gpu.category != "soc":
+        return gpu.memory_bytes, f"{gib:g} GiB x 2^30 B", ()
+    (setting,) = ctx.assumptions.read((A.UNIFIED_GPU_SHARE.id,))
+    # (a point group that draws this assumption gets its first value: capacity is one figure)
+    setting = float(np.ravel(setting)[0]) if isinstance(setting, np.ndarray) else float(setting)
+    share = A.unified_gpu_share(gib, setting)
+    rule = "as set" if setting > 0 else "macOS default for this RAM"
+    return (
+        gpu.memory_bytes * share,
+        f"{gib:g} GiB unified x {share:.3g} the GPU may wire ({rule}; the rest stays with macOS)",
+        (A.UNIFIED_GPU_SHARE.id,),
+    )
 
 
 def _free_rule_usable(others: Any, capacity: float, fraction: float) -> Any:

@@ -94,6 +94,11 @@ class InferenceInputs:
     #: bytes per routed-expert weight element when the checkpoint stores them apart (gpt-oss:
     #: MXFP4) and the scenario serves its weights; 0: ``weight_bytes``
     expert_weight_bytes: float = 0.0
+    #: FLOP/s of one GPU's vector (non-tensor) cores at FP32: the weight-only quantized GEMV path
+    #: (operators/quantized.py); 0 where the catalog has no figure (every GEMM costed dense)
+    vector_flops: float = 0.0
+    #: token rows up to which quantized weights run as a GEMV (GGUF: llama.cpp's limit; 0: never)
+    gemv_rows: float = 0.0
 
     def at(self, i: int) -> InferenceInputs:
         """Point ``i`` of a point group's inputs (itself when built for one configuration)."""
@@ -195,6 +200,8 @@ def kernels(
         square_prompts=square_prompts,
         eager=inp.eager,
         breakdown=breakdown,
+        vector_flops=inp.vector_flops,
+        gemv_rows=inp.gemv_rows,
     )
 
 

@@ -35,6 +35,7 @@ from workbench_performance.model_constants import (
 from workbench_performance.operators.cost import GraphArrays, graph_arrays
 from workbench_performance.operators.graph import forward_graph
 from workbench_performance.operators.profiles import profile_for
+from workbench_performance.operators.quantized import GEMV_MAX_ROWS
 from workbench_performance.training import TrainingInputs
 
 #: PCIe x16 bandwidth per direction by generation, GB/s (PCI-SIG; as in resources/catalog/nodes.yaml).
@@ -352,7 +353,15 @@ def inference_inputs(source: Any) -> InferenceInputs:
         compute_dtype=src.compute_dtype,
         act_bytes=max(sc.dtype.bytes, 2.0),
         eager=sc.attention is AttentionKernel.EAGER,
+        vector_flops=_vector_flops(gpu),
+        gemv_rows=GEMV_MAX_ROWS if gguf is not None else 0.0,
     )
+
+
+def _vector_flops(gpu: Any) -> float:
+    """The accelerator's non-tensor FP32 FLOP/s (the datasheet's FP32 column), 0 if unlisted."""
+    fp32 = (getattr(gpu, "dense_tflops", None) or {}).get("fp32")
+    return float(fp32) * 1e12 if fp32 else 0.0
 
 
 _STAGE_GRAPHS: dict[tuple[int, int, int, int], tuple[object, GraphArrays]] = {}

@@ -64,11 +64,19 @@ def test_gpu_counts_are_min_gpus_steps() -> None:
 
 
 def test_fewest_gpus_equals_min_gpus_over_the_catalog(eng) -> None:  # type: ignore[no-untyped-def]
-    """Serving Llama 3.1 70B: every catalog accelerator, the fast search against min_gpus."""
+    """Serving Llama 3.1 70B: every catalog accelerator, the fast search against min_gpus.
+
+    A 16 GB Mac (one device per machine, so no TP to shard the output head) has no layout at all:
+    the last pipeline stage's prefill logits for 16 prompts of 2,048 tokens alone take 6.26 GiB of
+    its 9.60 GiB usable, however many stages there are. Both searches must agree on that too."""
+    nowhere = {"m4-16gb"}
     for gpu in load_accelerators():
         r = resolve(make_scenario(model="llama-3.1-70b", gpu=gpu, batch_size=16))
         fast, slow = solvers.fewest_gpus(eng, r), solvers.min_gpus(eng, r)
         assert _split(fast) == _split(slow), gpu
+        if gpu in nowhere:
+            assert fast is None, gpu
+            continue
         assert fast is not None and solvers.runnable(fast.estimate)
 
 

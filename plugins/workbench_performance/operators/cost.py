@@ -20,6 +20,10 @@ Every kernel costs ``max(compute time, memory time) + kernel latency``:
 * Every kernel adds ``min_kernel_s``: launch, ramp-up and tail, during which it neither computes
   nor streams at its rate (a 64-row FP8 GEMM that streams 15 MB of weights on an H800 reaches
   1.7 TB/s, not the 3 TB/s of a long copy, because of these microseconds).
+* **Weight-only quantized GEMMs** (weights stored in fewer bytes than the activations, math in
+  16 bits; serving only): a vector-core GEMV up to the engine's row limit (llama.cpp: 8 rows),
+  above it a dequantizing tensor-core GEMM padded to a 16-row tile (:mod:`.quantized`), never
+  the 64-row tile of a dense GEMM, which made a batch-1 decode of 4-bit weights compute-bound.
 
 The efficiencies are kernel-level data per GPU architecture (:mod:`.profiles`). All arithmetic is
 numpy over the GEMM groups, and over configurations when ``tokens`` (and the other per-pass
@@ -34,6 +38,7 @@ import numpy as np
 from workbench_performance.arrays import power
 from workbench_performance.operators.graph import ForwardGraph
 from workbench_performance.operators.profiles import KernelProfile
+from workbench_performance.operators.quantized import GEMV_FLOPS_PER_WEIGHT_ROW, QUANT_TILE_M
 
 
 @dataclass(slots=True)
@@ -112,12 +117,18 @@ def pass_kernels(
     square_prompts=0.0,  # noqa: ANN001 - prompts (or sequences) whose whole causal square this pass attends
     eager: bool = False,
     breakdown: bool = False,
+    vector_flops: float = 0.0,
+    gemv_rows: float = 0.0,
 ) -> PassKernels:
     """Kernel times of one forward pass of one stage.
 
     ``gemm_scale`` and ``bandwidth_scale`` multiply the profile's GEMM/attention and bandwidth
     efficiencies (the assumptions' plausible ranges); ``gemm_override`` (the scenario's --mfu)
-    replaces both compute efficiencies outright.
+    replaces both compute efficiencies outright. ``vector_flops`` (the GPU's non-tensor FP32
+    FLOP/s) turns on the weight-only quantized kernels for the GEMM groups whose weights are
+    narrower than the activations; 0 (training, or no figure) keeps every GEMM dense. Up to
+    ``gemv_rows`` token rows those run as a GEMV on the vector cores (llama.cpp's dispatch for
+    GGUF weights; 0: always the tensor-core path).
     """
     graph = ga.graph
     st = _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts)
@@ -133,14 +144,17 @@ def pass_kernels(
     rows, count = _rows_and_count(ga, tokens, prompts, ep, _per_row(load_imbalance))
     flops = rows * st.two_nk * count
     nbytes = (st.w_nk + rows * st.act_kn) * count
-    fill = np.minimum(rows * (1.0 / prof.tile_m), 1.0)
+    group = 1.0
     if graph.num_experts:
         # a grouped expert GEMM with few rows per expert runs below a plain one of as many rows in
         # all (measured from gemm_group_rows_min rows per expert up: held at that value below,
         # where the tile fill already charges the empty rows)
         grouped = np.maximum(rows, prof.gemm_group_rows_min)
-        fill = fill * np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
-    t_comp = flops / ((peak_flops * _per_row(eff_max)) * fill * st.thin)
+        group = np.where(ga.expert, grouped / (grouped + prof.gemm_half_m), 1.0)
+    rate = peak_flops * _per_row(eff_max)
+    t_comp = flops / (rate * (np.minimum(rows * (1.0 / prof.tile_m), 1.0) * group) * st.thin)
+    if vector_flops and st.quantized.any():
+        t_comp = np.where(st.quantized, _quantized_compute(rows, count, flops, st, rate * group, vector_flops, gemv_rows), t_comp)
     t_mem = nbytes * (1.0 / _per_row(bw))
     core = np.maximum(t_comp, t_mem)
     comp_b = t_comp >= t_mem
@@ -210,6 +224,16 @@ def pass_kernels(
     return out
 
 
+def _quantized_compute(rows, count, flops, st, rate, vector_flops, gemv_rows):  # noqa: ANN001, ANN202
+    """Compute time of weight-only quantized GEMMs (:mod:`.quantized`): the GEMV path up to
+    ``gemv_rows`` token rows, the tensor-core path padded to a 16-row tile above."""
+    tensor = flops / (rate * np.minimum(rows * (1.0 / QUANT_TILE_M), 1.0) * st.thin)
+    if not gemv_rows:
+        return tensor
+    gemv = rows * count * st.nk * (GEMV_FLOPS_PER_WEIGHT_ROW / vector_flops)
+    return np.where(rows <= gemv_rows, gemv, tensor)
+
+
 def _rows_and_count(ga: GraphArrays, tokens, prompts, ep: int, load_imbalance: float):  # noqa: ANN001, ANN202
     """Rows of each GEMM group and how many of its GEMMs run, for ``tokens`` (a number, or an
     array of configurations: then ``(points, groups)`` arrays)."""
@@ -260,6 +284,8 @@ class _Static:
     w_nk: np.ndarray  # weight bytes of each group
     act_kn: np.ndarray  # activation bytes per row of each group
     thin: np.ndarray  # thin-matrix factor of each group
+    nk: np.ndarray  # weight elements of each group
+    quantized: np.ndarray  # bool: weights narrower than the activations (dequantized in registers)
     gemm_latency: float  # GEMM kernel launches of a stage (x the profile's kernel latency)
     attention_layers: float
     causal: float
@@ -268,6 +294,10 @@ class _Static:
 
 
 _STATIC: dict[tuple, tuple[object, _Static]] = {}
+
+#: compute dtypes whose GEMMs take the narrow weights as they are (W8A8 / FP8 / FP4): no
+#: dequantization in registers
+_NARROW_COMPUTE = frozenset({"fp8", "int8", "fp4", "int4", "fp6"})
 
 
 def _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts) -> _Static:  # noqa: ANN001
@@ -294,6 +324,8 @@ def _static(ga, prof, dtype, weight_bytes, expert_weight_bytes, act_bytes, casts
         w_nk=ga.n * ga.k * wbytes,
         act_kn=(ga.k + ga.n) * act_bytes,
         thin=ga.k / (ga.k + k_half) * ga.n / (ga.n + n_half),
+        nk=ga.n * ga.k,
+        quantized=(wbytes < act_bytes) & (dtype not in _NARROW_COMPUTE),
         gemm_latency=float(ga.kernels.sum()),
         attention_layers=g.attention_layers / ga.pp,
         causal=float(g.causal),
