@@ -67,7 +67,9 @@ def show_when_drawn(window: MainWindow) -> None:
             show()
 
     def show() -> None:
-        if not window.isVisible():
+        # Only a window nobody has shown or hidden yet: one closed before its first figures came
+        # (a quick quit, a test) must stay closed, or the application never ends.
+        if not window.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide):
             window.show()
 
     window.estimate_shown.connect(lambda *_: arrived("estimate"))
