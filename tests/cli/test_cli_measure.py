@@ -182,3 +182,17 @@ def test_sweep_solve_and_sensitivity_carry_the_calibration(measured: Path, capsy
     plain = _json(capsys, "sensitivity", *base, "--json")
     fitted = _json(capsys, "sensitivity", *base, *cal, "--json")
     assert fitted["calibration"]["mark"].startswith("calibrated on 3") and fitted["base"] != plain["base"]
+
+
+def test_report_gains_the_calibration_section(qapp, measured: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # qapp: the report paints with the tests' QApplication, never one of its own that would outlive it
+    run_cli(capsys, "calibrate", "--project", str(measured))
+    pdf = tmp_path / "r.pdf"
+    code, out, err = run_cli(capsys, "report", "--project", str(measured), "--sections", "summary,calibration",
+                             "--calibration", "h100-sxm/vllm", "-o", str(pdf))
+    assert code == 0, err
+    assert "; calibrated on 3 measurements (" in out and pdf.stat().st_size > 0
+    assert_one_line_error(*run_cli(capsys, "report", "--project", str(measured), "--calibration", "nope", "-o",
+                                   str(tmp_path / "x.pdf")), "calibrations: h100-sxm/vllm")
+    assert not (tmp_path / "x.pdf").exists()
