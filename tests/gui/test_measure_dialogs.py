@@ -105,6 +105,12 @@ def test_calibrate_apply_mark_export_and_remove(qtbot, measured_window, tmp_path
     used = win.runner.last_outcome.resolved.scenario.assumptions  # what the shown estimate was made with
     assert {k: used[k] for k in profile.assumptions} == profile.assumptions
     assert "Applied: 'h100-sxm/vllm'" in view.applied.text()
+    assert win.statusBar().currentMessage().endswith(f"are {mark}")
+    from workbench.gui.dialogs.report_dialog import open_report_dialog
+
+    report = open_report_dialog(win)
+    assert report.request().calibration is profile  # the report is calibrated as the window is
+    report.close()
 
     win.controller.set_current("on A100")  # another GPU: the profile does not apply, nothing is marked
     assert not win.results_panel.calibration.isVisible() and "calibrated" not in win.windowTitle()
