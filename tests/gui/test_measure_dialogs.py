@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtCore import QItemSelectionModel
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from workbench.core.project import Project
@@ -72,7 +73,9 @@ def test_the_view_lists_and_removes_measurements(qtbot, measured_window) -> None
     assert [dialog.table.item(r, 1).text() for r in range(3)] == ["serve-8b"] * 3
     assert dialog.table.item(0, 2).text() == "vllm-bench-serve" and "TPOT mean" in dialog.table.item(0, 5).text()
     assert not dialog.remove_button.isEnabled()
-    dialog.table.selectRow(1)
+    # an explicit selection: selectRow() follows the keyboard modifiers another test may leave behind
+    flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+    dialog.table.selectionModel().select(dialog.table.model().index(1, 0), flags)
     assert dialog.remove_button.isEnabled()
     assert dialog.remove_selected() == 1
     assert [dialog.table.item(r, 0).text() for r in range(dialog.table.rowCount())] == ["1", "3"]

@@ -190,10 +190,7 @@ class MainWindow(QMainWindow):
 
         self.controller.changed.connect(self._on_changed)
         self.calibration.changed.connect(self._on_changed)
-        self.calibration.changed.connect(lambda: self.statusBar().showMessage(
-            "Calibration removed: estimates use the assumptions' own values" if self.calibration.profile is None
-            else f"Calibration '{self.calibration.profile.name}' applied: estimates on {self.calibration.profile.gpu}"
-                 f" / {self.calibration.profile.engine} are {self.calibration.profile.mark()}", 10000))
+        self.calibration.changed.connect(lambda: self.statusBar().showMessage(self.calibration.status_text(), 10000))
         # a profile belongs to the file it came from: another project starts uncalibrated
         self.controller.project_replaced.connect(lambda: self.calibration.apply(None))
         self.controller.undo_stack.cleanChanged.connect(self._update_title)

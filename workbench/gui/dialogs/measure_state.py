@@ -36,6 +36,13 @@ class CalibrationState(QObject):
         self.profile = profile
         self.changed.emit()
 
+    def status_text(self) -> str:
+        """What the status bar says after Apply or Remove."""
+        p = self.profile
+        if p is None:
+            return "Calibration removed: estimates use the assumptions' own values"
+        return f"Calibration '{p.name}' applied: estimates on {p.gpu} / {p.engine} are {p.mark()}"
+
     def scenario(self, scenario: Scenario) -> Scenario:
         """``scenario`` as it is estimated: calibrated when it runs on the profile's GPU and engine."""
         return scenario if self.profile is None else apply_where_fitted(self.profile, scenario)
