@@ -127,3 +127,72 @@ def test_the_readme_loop_on_the_published_mlperf_result(tmp_path: Path, capsys: 
     code, out, err = run_cli(capsys, "estimate", "--project", str(project), "--scenario", "llama2-70b-offline",
                              "--calibration", "h100-sxm/generic")
     assert code == 0 and out.startswith("calibrated on 1 measurement ("), err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_compare_calibrates_only_the_candidate_the_profile_was_fitted_on(
+        measured: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(capsys, "calibrate", "--project", str(measured))
+    flags = ("compare", "--project", str(measured), "--gpus-list", "h100-sxm,a100-80gb-sxm", "--json")
+    plain = _json(capsys, *flags)
+    fitted = _json(capsys, *flags, "--calibration", "h100-sxm/vllm")
+    assert "calibration" not in plain
+    assert fitted["calibration"]["mark"].startswith("calibrated on 3 measurements (")
+    assert fitted["calibration"]["applied"] is True and fitted["calibration"]["applies_to"] == "h100-sxm / vllm"
+
+    def tpot(doc: dict, gpu: str) -> float:
+        [row] = [r for r in doc["scenarios"][0]["results"] if r["accelerator"] == gpu]
+        return row["values"]["tpot_s"]
+
+    assert tpot(fitted, "h100-sxm") != pytest.approx(tpot(plain, "h100-sxm"), rel=1e-3)
+    assert tpot(fitted, "a100-80gb-sxm") == pytest.approx(tpot(plain, "a100-80gb-sxm"), rel=1e-12)
+    code, out, _ = run_cli(capsys, *flags[:-1], "--calibration", "h100-sxm/vllm")
+    assert out.startswith("calibrated on 3 measurements (") and "for h100-sxm / vllm)" in out.splitlines()[0]
+    code, out, _ = run_cli(capsys, "compare", "--project", str(measured), "--gpus-list", "l40s,a100-80gb-sxm",
+                           "--calibration", "h100-sxm/vllm")
+    assert code == 0 and "nothing was calibrated" in out.splitlines()[0]
+
+
+def test_sweep_solve_and_sensitivity_carry_the_calibration(measured: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_cli(capsys, "calibrate", "--project", str(measured))
+    base = ("--project", str(measured), "--scenario", "serve-8b")
+    cal = ("--calibration", "h100-sxm/vllm")
+    plain = _json(capsys, "sweep", *base, "--vary", "batch=1,8", "--keys", "performance.tpot_s")
+    fitted = _json(capsys, "sweep", *base, *cal, "--vary", "batch=1,8", "--keys", "performance.tpot_s")
+    assert "calibration" not in plain and fitted["calibration"]["measurements"] == 3
+    assert [p["performance.tpot_s"] for p in fitted["points"]] != [p["performance.tpot_s"] for p in plain["points"]]
+    code, out, err = run_cli(capsys, "sweep", *base, *cal, "--vary", "batch=1,8", "--format", "csv")
+    assert code == 0 and out.startswith("batch,") and "calibrated on 3 measurements" in err
+    assert_one_line_error(*run_cli(capsys, "sweep", *base, *cal, "--vary", "gpu=h100-sxm,l40s"), "--vary gpu")
+
+    for question in ("max-batch", "max-batch-tpot"):
+        doc = _json(capsys, "solve", question, *base, *cal, "--max-tpot", "0.02", "--json")
+        assert doc["calibration"]["name"] == "h100-sxm/vllm", question
+    doc = _json(capsys, "solve", "cheapest", *base, *cal, "--gpus-list", "h100-sxm,l40s", "--json")
+    assert doc["calibration"]["applied"] is True
+    code, out, _ = run_cli(capsys, "solve", "max-batch", *base, *cal)
+    assert out.startswith("calibrated on 3 measurements (") and "max-batch: batch_size" in out
+    assert_one_line_error(*run_cli(capsys, "solve", "max-batch", *base, "--gpu", "l40s", *cal), "fitted on h100-sxm")
+
+    plain = _json(capsys, "sensitivity", *base, "--json")
+    fitted = _json(capsys, "sensitivity", *base, *cal, "--json")
+    assert fitted["calibration"]["mark"].startswith("calibrated on 3") and fitted["base"] != plain["base"]
+
+
+def test_report_gains_the_calibration_section(qapp, measured: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # qapp: the report paints with the tests' QApplication, never one of its own that would outlive it
+    run_cli(capsys, "calibrate", "--project", str(measured))
+    pdf = tmp_path / "r.pdf"
+    code, out, err = run_cli(capsys, "report", "--project", str(measured), "--sections", "summary,calibration",
+                             "--calibration", "h100-sxm/vllm", "-o", str(pdf))
+    assert code == 0, err
+    assert "; calibrated on 3 measurements (" in out and pdf.stat().st_size > 0
+    assert_one_line_error(*run_cli(capsys, "report", "--project", str(measured), "--calibration", "nope", "-o",
+                                   str(tmp_path / "x.pdf")), "calibrations: h100-sxm/vllm")
+    assert not (tmp_path / "x.pdf").exists()

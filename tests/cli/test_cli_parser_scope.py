@@ -44,7 +44,7 @@ def test_a_sweep_does_not_import_the_other_command_groups_nor_the_gguf_tables() 
         "import sys; from workbench.cli import main; "
         f"code = main({ARGS['sweep']!r}); "
         "print(sorted(m for m in ('workbench.engine.compare', 'workbench.cli.compare', 'workbench.report.document',"
-        " 'workbench.cli.export', 'workbench.cli.measure', 'workbench.core.gguf', 'workbench_export.exporters') if m in sys.modules), file=sys.stderr); sys.exit(code)"
+        " 'workbench.cli.export', 'workbench.measure', 'workbench.core.gguf', 'workbench_export.exporters') if m in sys.modules), file=sys.stderr); sys.exit(code)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -378,34 +378,38 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from workbench.pluginhost import default_engine
     from workbench.report import exports
 
+    from workbench.cli.measure import calibrated_resolver
+
     scenarios, project = _scenarios(args)
     candidates = _apply_price_flags(args, _candidates(args, project) or [])
     if args.confidence_tails != "base" and not (args.iso_sla and args.confidence):
         raise InputError("--confidence-tails goes with --iso-sla --confidence N")
+    resolve = calibrated_resolver(args, _resolver(project))
     if args.iso_sla:  # its own search: the comparison at the typed batch is not shown with it
-        return _iso_sla(args, scenarios[0], candidates, project)
+        return _iso_sla(args, scenarios[0], candidates, resolve)
     confidence = None
     if args.confidence:
         from workbench.engine.confidence import decision_confidence
 
-        confidence = decision_confidence(default_engine(), scenarios, candidates, _resolver(project), _targets(args),
+        confidence = decision_confidence(default_engine(), scenarios, candidates, resolve, _targets(args),
                                          draws=args.confidence, max_gpus=args.max_gpus)  # fmt: skip
         comparison = confidence.base
     else:
-        comparison = compare(
-            default_engine(), scenarios, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
-        )
+        comparison = compare(default_engine(), scenarios, candidates, resolve, _targets(args), max_gpus=args.max_gpus)
     fronts = None
     if args.pareto or args.pareto_csv:
         from workbench.engine.pareto import pareto_fronts
 
-        fronts = pareto_fronts(default_engine(), scenarios[0], candidates, _resolver(project))
+        fronts = pareto_fronts(default_engine(), scenarios[0], candidates, resolve)
     if args.pareto_csv:
         _write(_pareto_csv(fronts), args.pareto_csv, "the Pareto CSV export")
         if args.pareto_csv == "-":
             return 0
+    calibration = _calibration_summary(resolve)
     if args.json:
         doc = exports.comparison_json(comparison)
+        if calibration:
+            doc["calibration"] = calibration
         if confidence is not None:
             doc["confidence"] = confidence.as_dict()
         if args.pareto:
@@ -414,6 +418,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         return 0
     if (confidence is not None or args.pareto) and (args.csv or args.html):
         raise InputError("--confidence and --pareto go with the text or --json output, not --csv/--html")
+    if calibration and "-" in (args.csv, args.html):
+        print(f"gpu-workbench: note: {_calibration_text(calibration)}", file=sys.stderr)
     if args.csv:
         _write(exports.comparison_csv(comparison), args.csv, "the CSV export")
         if args.csv == "-":
@@ -422,6 +428,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         _write(exports.comparison_html(comparison), args.html, "the HTML export")
         if args.html == "-":
             return 0
+    if calibration:
+        print(_calibration_text(calibration))
     print(render(comparison, args.max_gpus))
     if confidence is not None:
         print()
@@ -435,7 +443,19 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any], project: Project | None) -> int:
+def _calibration_summary(resolve: Any) -> dict[str, Any] | None:
+    from workbench.cli.measure import CalibratedResolver
+
+    return resolve.summary() if isinstance(resolve, CalibratedResolver) else None
+
+
+def _calibration_text(summary: dict[str, Any]) -> str:
+    from workbench.cli.measure import calibration_line
+
+    return calibration_line(summary) or ""
+
+
+def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any], resolve: Any) -> int:
     from workbench.engine.iso_sla import iso_sla
     from workbench.pluginhost import default_engine
 
@@ -446,17 +466,22 @@ def _iso_sla(args: argparse.Namespace, scenario: Scenario, candidates: list[Any]
     if args.confidence:
         from workbench.engine.iso_confidence import iso_sla_confidence
 
-        confidence = iso_sla_confidence(default_engine(), scenario, candidates, _resolver(project), _targets(args),
+        confidence = iso_sla_confidence(default_engine(), scenario, candidates, resolve, _targets(args),
                                         weights=weights, draws=args.confidence, tails=args.confidence_tails)  # fmt: skip
         iso = confidence.base
     else:
-        iso = iso_sla(default_engine(), scenario, candidates, _resolver(project), _targets(args), weights=weights)
+        iso = iso_sla(default_engine(), scenario, candidates, resolve, _targets(args), weights=weights)
+    calibration = _calibration_summary(resolve)
     if args.json:
         doc = {"scenario": scenario.name, "targets": _targets(args).as_dict(), "results": [r.as_dict() for r in iso]}
         if confidence is not None:
             doc["confidence"] = confidence.as_dict()
+        if calibration:
+            doc["calibration"] = calibration
         _emit_json(doc)
     else:
+        if calibration:
+            print(_calibration_text(calibration))
         print(render_iso_sla(scenario.name, iso, _targets(args), confidence))
     return 0
 
@@ -620,6 +645,8 @@ def _cmd_sensitivity(args: argparse.Namespace) -> int:
     from workbench.engine import sensitivity
     from workbench.pluginhost import default_engine
 
+    from workbench.cli.measure import calibrated_resolver, calibrated_scenario
+
     engine = default_engine()
     scenarios, project = _scenarios(args)
     candidates = _candidates(args, project, required=False)
@@ -630,17 +657,20 @@ def _cmd_sensitivity(args: argparse.Namespace) -> int:
             )
         from workbench.catalog.resolve import resolve_scenario
 
-        sens = sensitivity.tornado(engine, resolve_scenario(scenarios[0], project), args.metric)
+        scenario, calibration = calibrated_scenario(args, scenarios[0])
+        sens = sensitivity.tornado(engine, resolve_scenario(scenario, project), args.metric)
     else:
         if args.metric:
             raise InputError("--metric: with candidates the metric is the recommendation's cost")
         candidates = _apply_price_flags(args, candidates)
-        _, sens = sensitivity.comparison_tornado(
-            engine, scenarios, candidates, _resolver(project), _targets(args)
-        )
+        resolve = calibrated_resolver(args, _resolver(project))
+        _, sens = sensitivity.comparison_tornado(engine, scenarios, candidates, resolve, _targets(args))
+        calibration = _calibration_summary(resolve)
     if args.json:
-        _emit_json(sens.as_dict())
+        _emit_json({**sens.as_dict(), **({"calibration": calibration} if calibration else {})})
     else:
+        if calibration:
+            print(_calibration_text(calibration))
         print(render_sensitivity(sens))
     return 0
 
@@ -660,10 +690,15 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
     from workbench.engine import solvers
     from workbench.pluginhost import default_engine
 
+    from workbench.cli.measure import calibrated_resolver, calibrated_scenario
+
     engine = default_engine()
     project = project_from_args(args)
     scenario = scenario_from_args(args, project)
     doc: dict[str, Any] = {"question": args.question}
+    calibration = None
+    if args.question != "cheapest":  # one GPU: the profile must be fitted on it
+        scenario, calibration = calibrated_scenario(args, scenario)
     if args.question == "cheapest":
         from workbench.engine.compare import cheapest
 
@@ -671,9 +706,9 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
         if candidates is None:
             candidates = _candidates(_with(args, candidates="all"), project)
         candidates = _apply_price_flags(args, candidates or [])
-        found = cheapest(
-            engine, scenario, candidates, _resolver(project), _targets(args), max_gpus=args.max_gpus
-        )
+        resolve = calibrated_resolver(args, _resolver(project))
+        found = cheapest(engine, scenario, candidates, resolve, _targets(args), max_gpus=args.max_gpus)
+        calibration = _calibration_summary(resolve)
         best = found.recommendation
         doc["answer"] = None if best is None else _result_doc(best)
         doc["reason"] = found.why_no_recommendation
@@ -751,8 +786,10 @@ def _cmd_solve_more(args: argparse.Namespace) -> int:
                     f"(TPOT {format_metric('tpot_s', tpot)} <= {limit})"
                 )
     if args.json:
-        _emit_json(doc)
+        _emit_json({**doc, **({"calibration": calibration} if calibration else {})})
     else:
+        if calibration:
+            print(_calibration_text(calibration))
         print(f"{args.question}: {text}")
     return 0
 
@@ -764,6 +801,8 @@ def add_compare_commands(
     sub: Any, parser_class: type, add_scenario_flags: Any, solve: argparse.ArgumentParser
 ) -> None:
     """Register `compare` and `sensitivity`, and teach the existing `solve` its new questions."""
+    from workbench.cli.measure import add_calibration_option
+
     repeat_help = (
         "a scenario file, or with --project a scenario's name (repeatable with --project; "
         "default: every scenario of the project)"
@@ -802,6 +841,7 @@ def add_compare_commands(
     out.add_argument("--json", action="store_true", help="one JSON document on stdout")
     out.add_argument("--csv", metavar="FILE", help="write the comparison as CSV ('-': stdout)")
     out.add_argument("--html", metavar="FILE", help="write a standalone HTML table ('-': stdout)")
+    add_calibration_option(comp)
     comp.set_defaults(handler=_cmd_compare)
 
     sens = sub.add_parser(
@@ -817,6 +857,7 @@ def add_compare_commands(
     _add_candidates(sens)
     _add_targets(sens)
     sens.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_calibration_option(sens)
     sens.set_defaults(handler=_cmd_sensitivity)
 
     question = next(a for a in solve._actions if a.dest == "question")

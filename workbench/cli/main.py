@@ -258,7 +258,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     from workbench.explain import render
     from workbench.pluginhost import default_engine
 
-    from workbench.cli.measure import calibrated
+    from workbench.cli.measure import calibrated, calibration_line
 
     resolved, calibration = calibrated(args, _resolved_from_args(args))
     estimate = default_engine().run(resolved)
@@ -266,7 +266,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         _emit_json({**estimate.to_json(explain=True), **({"calibration": calibration} if calibration else {})})
     else:
         if calibration:
-            print(f"{calibration['mark']} (profile '{calibration['name']}')")
+            print(calibration_line(calibration))
         print(render(estimate, explain=args.explain))
     return 0
 
@@ -296,10 +296,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
     if not args.vary:
         raise InputError("sweep: give at least one --vary FIELD=V1,V2,...")
+    from workbench.cli.measure import calibrated_scenario, calibration_line
+
     project = project_from_args(args)
-    base = scenario_from_args(args, project)
+    base, calibration = calibrated_scenario(args, scenario_from_args(args, project))
     axes = [parse_axis(spec, base) for spec in args.vary]
     check_sweep_size(axes)  # before any output: a refused sweep writes nothing
+    if calibration and any(axis.path in ("gpu", "serving.engine", "workload") for axis in axes):
+        # a profile holds one GPU + engine's values: other points would carry values not fitted for them
+        raise InputError("sweep: --calibration is for one GPU and engine; do not --vary gpu, engine or workload with it")
     keys = [k.strip() for k in args.keys.split(",")] if args.keys else list(_DEFAULT_SWEEP_KEYS)
     names = [axis.name for axis in axes]
     resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
@@ -320,6 +325,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             )  # fmt: skip
             return text.getvalue()
 
+        if calibration:  # a CSV has no place for it that every reader skips: said beside it
+            print(f"gpu-workbench: note: {calibration_line(calibration)}", file=sys.stderr)
         csv.writer(sys.stdout, lineterminator="\n").writerow([*names, *keys, "error"])
         for chunk in sweep_chunks(base, axes, resolve, default_engine(), keys, render):
             sys.stdout.write(chunk)
@@ -327,7 +334,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     count = check_sweep_size(axes)
     rows = ({**r.settings, **r.values, "error": r.error} for r in sweep_rows(base, axes, resolve, default_engine(), keys))
     # Streamed: a million points are written as they come, never held as one document.
-    stream_json_object({"varied": names, "keys": keys, "count": count}, "points", rows, sys.stdout)
+    head: dict[str, Any] = {"varied": names, "keys": keys, "count": count}
+    if calibration:
+        head["calibration"] = calibration
+    stream_json_object(head, "points", rows, sys.stdout)
     return 0
 
 
@@ -351,9 +361,13 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     from workbench.engine import solvers
     from workbench.pluginhost import default_engine
 
+    from workbench.cli.measure import calibrated, calibration_line
+
     engine = default_engine()
-    resolved = _resolved_from_args(args)
+    resolved, calibration = calibrated(args, _resolved_from_args(args))
     doc: dict[str, Any] = {"question": args.question}
+    if calibration:
+        doc["calibration"] = calibration
     if args.question == "min-gpus":
         layout = solvers.min_gpus(engine, resolved)
         doc["answer"] = None if layout is None else {"num_gpus": layout.tp * layout.pp * layout.dp, **layout.as_dict()}
@@ -389,6 +403,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(doc)
     else:
+        if calibration:
+            print(calibration_line(calibration))
         print(f"{args.question}: {text}" if args.question != "layouts" else f"layouts, best first:\n{text}")
     return 0
 
@@ -444,6 +460,7 @@ OWN_COMMANDS = frozenset({"catalog", "import", "scenario", "estimate", "sweep", 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; given one of :data:`OWN_COMMANDS`, only what parsing that command needs
     (the other command groups are left out, so ``--help`` of the whole CLI must not pass one)."""
+    from workbench.cli.measure import add_calibration_option
     from workbench.cli.scenario_flags import add_scenario_flags
 
     parser = _Parser(
@@ -480,8 +497,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_scenario_flags(est)
     est.add_argument("--json", action="store_true", help="one JSON document on stdout (see README)")
     est.add_argument("--explain", action="store_true", help="print every formula and assumption")
-    est.add_argument("--calibration", metavar="FILE|NAME", help="apply a calibration profile (YAML file, or with "
-                     "--project a profile saved in the project); the estimate is marked calibrated")
+    add_calibration_option(est)
     est.set_defaults(handler=_cmd_estimate)
 
     sweep = sub.add_parser("sweep", help="estimate every combination of varied fields")
@@ -491,6 +507,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        "at most 10,000 values per field and 1,000,000 points in all (points are streamed)")
     sweep.add_argument("--keys", help="comma-separated result keys to output")
     sweep.add_argument("--format", choices=["json", "csv"], default="json", help="output format")
+    add_calibration_option(sweep)
     sweep.set_defaults(handler=_cmd_sweep)
 
     solve = sub.add_parser(
@@ -503,6 +520,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="which question (see above)")
     add_scenario_flags(solve)
     solve.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    add_calibration_option(solve)
     solve.set_defaults(handler=_cmd_solve)
 
     if command not in OWN_COMMANDS:

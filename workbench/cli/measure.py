@@ -212,27 +212,93 @@ def _pct(value: float | None, signed: bool = True) -> str:
 # --- estimate --calibration -----------------------------------------------------------------------
 
 
-def calibrated(args: argparse.Namespace, resolved: Any) -> tuple[Any, dict[str, Any] | None]:
-    """``resolved`` with the profile of ``--calibration`` applied, and the profile's summary."""
+def load_calibration(args: argparse.Namespace) -> Any:
+    """The profile ``--calibration`` names (a YAML file, or with --project a saved profile), or None."""
     ref = getattr(args, "calibration", None)
     if not ref:
-        return resolved, None
-    from workbench.measure.profile import apply_profile, read_profile_file
+        return None
+    from workbench.measure.profile import read_profile_file
     from workbench.pluginhost import default_engine
 
     definitions = default_engine().assumptions
     if Path(ref).is_file() or not getattr(args, "project", None):
-        profile = read_profile_file(ref, definitions)
-    else:
-        from workbench.measure.session import load_profiles
+        return read_profile_file(ref, definitions)
+    from workbench.measure.session import load_profiles
 
-        profiles, _ = load_profiles(args.project, definitions)
-        if ref not in profiles:
-            have = ", ".join(sorted(profiles)) or "none"
-            raise InputError(f"--calibration: no file '{ref}' and no calibration of that name in {args.project} "
-                             f"(calibrations: {have})")
-        profile = profiles[ref]
+    profiles, _ = load_profiles(args.project, definitions)
+    if ref not in profiles:
+        have = ", ".join(sorted(profiles)) or "none"
+        raise InputError(f"--calibration: no file '{ref}' and no calibration of that name in {args.project} "
+                         f"(calibrations: {have})")
+    return profiles[ref]
+
+
+def calibrated(args: argparse.Namespace, resolved: Any) -> tuple[Any, dict[str, Any] | None]:
+    """``resolved`` with the profile of ``--calibration`` applied, and the profile's summary."""
+    profile = load_calibration(args)
+    if profile is None:
+        return resolved, None
+    from workbench.measure.profile import apply_profile
+
     return resolved.with_scenario(apply_profile(profile, resolved.scenario)), profile.summary()
+
+
+def calibrated_scenario(args: argparse.Namespace, scenario: Any) -> tuple[Any, dict[str, Any] | None]:
+    """As :func:`calibrated`, for a scenario not yet resolved."""
+    profile = load_calibration(args)
+    if profile is None:
+        return scenario, None
+    from workbench.measure.profile import apply_profile
+
+    return apply_profile(profile, scenario), profile.summary()
+
+
+class CalibratedResolver:
+    """A resolver that calibrates the scenarios (candidates) on the profile's GPU and engine and
+    leaves the others as they are, remembering which it calibrated so the output can say so."""
+
+    def __init__(self, profile: Any, resolve: Any) -> None:
+        self.profile, self.resolve = profile, resolve
+        self.applied: set[str] = set()
+
+    def prepare(self, scenario: Any) -> Any:
+        """The scenario as it is estimated (read by ``engine.compare.cached_resolver``)."""
+        from workbench.measure.profile import apply_where_fitted, fitted_for
+
+        if fitted_for(self.profile, scenario):
+            self.applied.add(scenario.gpu)
+        return apply_where_fitted(self.profile, scenario)
+
+    def __call__(self, scenario: Any) -> Any:
+        return self.resolve(self.prepare(scenario))
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.profile.summary(), "applies_to": f"{self.profile.gpu} / {self.profile.engine}",
+                "applied": bool(self.applied)}
+
+
+def calibrated_resolver(args: argparse.Namespace, resolve: Any) -> Any:
+    """``resolve``, calibrated where ``--calibration`` fits (a :class:`CalibratedResolver`), or as is."""
+    profile = load_calibration(args)
+    return resolve if profile is None else CalibratedResolver(profile, resolve)
+
+
+def calibration_line(summary: dict[str, Any] | None) -> str | None:
+    """The line every calibrated text output starts with."""
+    if summary is None:
+        return None
+    line = f"{summary['mark']} (profile '{summary['name']}')"
+    if "applies_to" in summary:
+        line = f"{summary['mark']} (profile '{summary['name']}', for {summary['applies_to']}"
+        line += ")" if summary["applied"] else "; no estimate here runs on it, so nothing was calibrated)"
+    return line
+
+
+def add_calibration_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--calibration", metavar="FILE|NAME",
+        help="apply a calibration profile (a YAML file, or with --project a profile saved in the project) to "
+        "the estimates on its GPU and engine; the output says it is calibrated on N measurements (date)")
 
 
 def add_measure_commands(sub: Any, parser_class: type, add_scenario_flags: Any) -> None:

@@ -71,6 +71,9 @@ def add_report_command(sub: Any, add_scenario_flags: Callable[[argparse.Argument
     report.add_argument("--weights-options", metavar="W,W", help="with --iso-sla: weight precisions allowed (e.g. bf16,fp8)")
     report.add_argument("--author", help="who prepared the report (default: the project's author)")
     report.add_argument("--title", help="report title (default: 'GPU sizing report')")
+    from workbench.cli.measure import add_calibration_option
+
+    add_calibration_option(report)  # and the report gains its Calibration section
     report.set_defaults(handler=_cmd_report)
 
 
@@ -144,7 +147,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from workbench.cli.compare import _targets
     from workbench.engine.compare import Targets
 
+    from workbench.cli.measure import load_calibration
+
     targets = _targets(args)
+    profile = load_calibration(args)
     request = ReportRequest(
         project=project,
         scenarios=names,
@@ -156,12 +162,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         iso_sla=args.iso_sla,
         weights_options=tuple(w.strip() for w in (args.weights_options or "").split(",") if w.strip()),
         author=args.author,
+        calibration=profile,
         **({"title": args.title} if args.title else {}),
     )
     result = export_report(request, output)
     count = len(names) or len(project.scenarios)
     print(
         f"wrote {output} ({result.pages} pages, {count} scenario{'s' if count != 1 else ''}) "
-        f"in {result.seconds:.2f} s"
+        f"in {result.seconds:.2f} s" + (f"; {profile.mark()} (profile '{profile.name}')" if profile else "")
     )
     return 0

@@ -432,8 +432,13 @@ def scale_prices(resolved: ResolvedScenario, price_scale: float, purchase_scale:
 def cached_resolver(resolve: Resolve) -> Resolve:
     """``resolve`` memoized by (model, accelerator, node): a comparison resolves each once."""
     cache: dict[tuple[str, str, str | None], ResolvedScenario] = {}
+    # A resolver that changes the scenario it resolves (a calibration adds assumption values)
+    # says how with ``prepare``: a cached anchor is then given the changed scenario, not the bare one.
+    prepare = getattr(resolve, "prepare", None)
 
     def cached(scenario: Scenario) -> ResolvedScenario:
+        if prepare is not None:
+            scenario = prepare(scenario)
         key = (scenario.model, scenario.gpu, scenario.node)
         anchor = cache.get(key)
         if anchor is None:

@@ -110,6 +110,10 @@ class MainWindow(QMainWindow):
         #: Ask before discarding unsaved edits (New, Open, close); scripted sessions turn it off.
         self.ask_before_discard = True
         self.controller = ProjectController(self.catalogs, project, self)
+        from workbench.gui.dialogs.measure_state import CalibrationState
+
+        #: The calibration profile applied to the estimates (a view setting; measurements live in the file).
+        self.calibration = CalibrationState(self)
         self.runner = EstimateRunner(
             self.catalogs, engine if engine is not None else engine_factory(self.settings), self
         )
@@ -185,6 +189,10 @@ class MainWindow(QMainWindow):
             self.settings.set("session/first_launch_done", True)
 
         self.controller.changed.connect(self._on_changed)
+        self.calibration.changed.connect(self._on_changed)
+        self.calibration.changed.connect(lambda: self.statusBar().showMessage(self.calibration.status_text(), 10000))
+        # a profile belongs to the file it came from: another project starts uncalibrated
+        self.controller.project_replaced.connect(lambda: self.calibration.apply(None))
         self.controller.undo_stack.cleanChanged.connect(self._update_title)
         self.runner.estimate_ready.connect(self._on_estimate)
         self.runner.sweep_ready.connect(self._on_sweep)
@@ -266,6 +274,20 @@ class MainWindow(QMainWindow):
             "Export &Launch Configuration…", lambda: open_export_launch_dialog(self), None,
             "The scenario as a server command, trainer config or Kubernetes manifest")
         file_menu.addAction(self.launch_export_action)
+        from workbench.gui.dialogs.measure_dialog import ask_import, open_measurements_dialog
+
+        self.import_measurements_action = self._action(
+            "Import &Measurements…", lambda: ask_import(self), None,
+            "Benchmark result files (vLLM, SGLang, genai-perf, trtllm-bench, MLPerf, training logs, CSV) "
+            "for the selected scenario, kept in the project file")
+        self.measurements_action = self._action(
+            "Measurements and &Calibration…", lambda: open_measurements_dialog(self), None,
+            "The project's measurements; calibrate, apply, remove, export or import calibration profiles")
+        self.remove_calibration_action = self._action(
+            "Remove Calibration", lambda: self.calibration.apply(None), None,
+            "Estimate with the assumptions' own values again")
+        for action in (self.import_measurements_action, self.measurements_action, self.remove_calibration_action):
+            file_menu.addAction(action)
         export_menu = file_menu.addMenu("E&xport")
         self.export_table_action = self._action("Table as &CSV…", self.export_table, None,
                                                 "The table of the tab on screen (Compare, Sensitivity) as CSV")
@@ -457,8 +479,11 @@ class MainWindow(QMainWindow):
     def _on_changed(self) -> None:
         self._update_title()
         scenario = self.controller.scenario
+        self.results_panel.set_calibration(self.calibration.mark(scenario))
+        self.remove_calibration_action.setEnabled(self.calibration.profile is not None)
         if scenario is None:
             return
+        scenario = self.calibration.scenario(scenario)  # its assumptions fitted, on the profile's GPU + engine
         self.sweep_chart.set_current(getattr(scenario, self.runner.sweep_field, None))
         versions = self._plugin_versions()
         known = self.known_estimates.lookup(scenario, self.controller.project, versions) if versions else None
@@ -513,6 +538,9 @@ class MainWindow(QMainWindow):
             name = f"{name} ({self.project_path.name}{marker})"
         clean = self.controller.undo_stack.isClean()
         scenario = self.controller.current
+        mark = self.calibration.mark(self.controller.scenario)
+        if mark:
+            scenario = f"{scenario} ({mark})"
         self.setWindowTitle(f"{name}[*] — {scenario} — {APP_TITLE}" if scenario else f"{name}[*] — {APP_TITLE}")
         self.setWindowModified(not clean)
         self.revert_action.setEnabled(self.project_path is not None and not clean)

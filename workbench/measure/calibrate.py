@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,19 +255,30 @@ def _grid(p: Parameter, count: int, around: float | None) -> list[float]:
 # --- the whole calibration ----------------------------------------------------------------------
 
 
-def calibrate(engine: Engine, cases: Sequence[Case], *, leave_one_out: bool = True) -> Fit:
+#: ``progress(done, total, what)`` between the steps of a calibration; an exception it raises
+#: stops the calibration (the window's Cancel).
+Progress = Callable[[int, int, str], None]
+
+
+def calibrate(engine: Engine, cases: Sequence[Case], *, leave_one_out: bool = True,
+              progress: Progress | None = None) -> Fit:
     """Fit, with before/after residuals of every measured metric and leave-one-out predictions."""
     cases = [c for c in cases if c.keys]
     if not cases:
         raise InputError("calibrate: none of the measurements has a metric the estimate predicts")
+    loo = leave_one_out and 3 <= len(cases) <= MAX_LEAVE_ONE_OUT
+    total = 1 + (len(cases) if loo else 0)
+    tell = progress or (lambda done, total, what: None)
+    tell(0, total, "fitting")
     params, notes = candidate_parameters(engine, cases)
     source = Predictions(engine)
     fitted = fit(source, cases, params)
     before = [predict_points(engine, c.resolved, c.keys, {})[0] for c in cases]
     after = [predict_points(engine, c.resolved, c.keys, {p.id: [p.value] for p in fitted})[0] for c in cases]
     left_out: list[dict[str, float | None]] = [{} for _ in cases]
-    if leave_one_out and 3 <= len(cases) <= MAX_LEAVE_ONE_OUT:
+    if loo:
         for i, case in enumerate(cases):
+            tell(1 + i, total, f"leaving out measurement {i + 1} of {len(cases)}")
             others = [c for j, c in enumerate(cases) if j != i]
             loo = fit(source, others, params)
             left_out[i] = predict_points(engine, case.resolved, case.keys, {p.id: [p.value] for p in loo})[0]
@@ -280,4 +291,5 @@ def calibrate(engine: Engine, cases: Sequence[Case], *, leave_one_out: bool = Tr
     ]
     if not params:
         notes.append("no assumption with a documented range moves these predictions; nothing was fitted")
+    tell(total, total, "done")
     return Fit(fitted, residuals, notes)

@@ -134,3 +134,14 @@ def apply_profile(profile: CalibrationProfile, scenario: Scenario) -> Scenario:
         raise InputError(f"calibration '{profile.name}' was fitted for {profile.engine}; scenario "
                          f"'{scenario.name}' runs {engine}")
     return scenario.model_copy(update={"assumptions": {**profile.assumptions, **scenario.assumptions}})
+
+
+def fitted_for(profile: CalibrationProfile, scenario: Scenario) -> bool:
+    """Whether ``scenario`` runs on the GPU and engine the profile was fitted on."""
+    return scenario.gpu == profile.gpu and scenario_engine(scenario) == profile.engine
+
+
+def apply_where_fitted(profile: CalibrationProfile, scenario: Scenario) -> Scenario:
+    """``scenario`` calibrated when it runs on the profile's GPU and engine, else unchanged: a
+    comparison of several accelerators calibrates only the candidate the measurements ran on."""
+    return apply_profile(profile, scenario) if fitted_for(profile, scenario) else scenario

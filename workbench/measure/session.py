@@ -14,7 +14,7 @@ from pathlib import Path
 from workbench.core.errors import InputError
 from workbench.core.project import Project
 from workbench.engine.pipeline import Engine
-from workbench.measure.calibrate import Case, Fit, calibrate
+from workbench.measure.calibrate import Case, Fit, Progress, calibrate
 from workbench.measure.predict import comparable
 from workbench.measure.profile import CalibrationProfile, check_profile, profile_from_fit, scenario_engine
 from workbench.measure.stored import StoredMeasurement
@@ -58,10 +58,10 @@ def cases_for(measurements: Sequence[StoredMeasurement], project: Project | None
 
 
 def run_calibration(engine: Engine, measurements: Sequence[StoredMeasurement], project: Project | None, *,
-                    gpu: str | None = None, engine_name: str | None = None, name: str | None = None
-                    ) -> tuple[CalibrationProfile, Fit]:
+                    gpu: str | None = None, engine_name: str | None = None, name: str | None = None,
+                    progress: Progress | None = None) -> tuple[CalibrationProfile, Fit]:
     (gpu_id, engine_id), chosen = pick_group(measurements, gpu, engine_name)
-    fit = calibrate(engine, cases_for(chosen, project))
+    fit = calibrate(engine, cases_for(chosen, project), progress=progress)
     profile = profile_from_fit(fit, gpu=gpu_id, engine=engine_id, measurements=len(chosen), name=name)
     return profile, fit
 
@@ -91,8 +91,8 @@ def load_profiles(path: str | Path, definitions: Mapping) -> tuple[dict[str, Cal
     return profiles, skipped
 
 
-def save_profile(path: str | Path, profile: CalibrationProfile) -> None:
+def save_profile(path: str | Path, profile: CalibrationProfile, *, lock_held: bool = False) -> None:
     from workbench.store.measurements import put_calibration_row
 
     put_calibration_row(path, {"name": profile.name, "created": profile.created.isoformat(), "schema_version": 1,
-                               "payload_json": profile.model_dump_json()})
+                               "payload_json": profile.model_dump_json()}, lock_held=lock_held)

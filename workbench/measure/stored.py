@@ -106,9 +106,22 @@ def prepare_import(measurements: list[Measurement], base: Scenario, project: Pro
 
 
 def store_import(project_path: str | Path, scenario_name: str, prepared: list[tuple[Measurement, Scenario]],
-                 edit: Callable[[Project], Project] | None = None) -> list[int]:
+                 edit: Callable[[Project], Project] | None = None, *, lock_held: bool = False) -> list[int]:
     """Store the measurements (and ``edit`` the project, e.g. to add their scenario) in one save."""
     from workbench.store.measurements import add_measurement_rows
 
     now = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
-    return add_measurement_rows(project_path, [to_row(scenario_name, m, s, now) for m, s in prepared], edit)
+    return add_measurement_rows(project_path, [to_row(scenario_name, m, s, now) for m, s in prepared], edit,
+                                lock_held=lock_held)
+
+
+def prepare_files(paths: list[str | Path], base: Scenario, project: Project | None
+                  ) -> list[tuple[Measurement, Scenario]]:
+    """Read and tie every file's measurements to ``base``; the first bad file refuses them all
+    (its reader's one line, naming the file), so a batch of files is imported whole or not at all."""
+    from workbench.measure.readers import read_measurements
+
+    prepared: list[tuple[Measurement, Scenario]] = []
+    for path in paths:
+        prepared += prepare_import(read_measurements(path), base, project)
+    return prepared

@@ -42,6 +42,12 @@ SECTIONS: tuple[SectionInfo, ...] = (
     SectionInfo("comparison", "Comparison", "Candidates ranked against the scenarios (needs several)"),
     SectionInfo("sensitivity", "Sensitivity", "Which assumptions move the headline numbers most (tornado)"),
     SectionInfo(
+        "calibration",
+        "Calibration",
+        "The calibration profile applied: its measurements, the assumptions it moved, residuals before and "
+        "after, leave-one-out error (only with a profile)",
+    ),
+    SectionInfo(
         "assumptions",
         "Assumptions and formulas",
         "Every assumption used with its source; every headline formula with its values",
@@ -92,6 +98,9 @@ class ReportRequest:
     iso_sla: bool = False
     #: Weight precisions the equal-service-level search may choose (empty: the scenario's own).
     weights_options: tuple[str, ...] = ()
+    #: A calibration profile (``workbench.measure.profile.CalibrationProfile``) applied to every
+    #: scenario and candidate on its GPU and engine; None: the estimates as the assumptions give them.
+    calibration: Any = None
     title: str = "GPU sizing report"
     author: str | None = None
     date: dt.date = field(default_factory=dt.date.today)
@@ -155,6 +164,35 @@ class ReportData:
         return section in self.request.sections
 
 
+class Resolver:
+    """Resolves the report's scenarios against its project, calibrated where the request's profile
+    was fitted (``prepare`` lets the comparison's cache keep the calibrated scenario)."""
+
+    def __init__(self, request: ReportRequest) -> None:
+        self.project, self.profile = request.project, request.calibration
+
+    def prepare(self, scenario: Any) -> Any:
+        if self.profile is None:
+            return scenario
+        from workbench.measure.profile import apply_where_fitted
+
+        return apply_where_fitted(self.profile, scenario)
+
+    def __call__(self, scenario: Any) -> Any:
+        from workbench.catalog.resolve import resolve_scenario
+
+        return resolve_scenario(self.prepare(scenario), self.project)
+
+
+def is_calibrated(request: ReportRequest, scenario: Any) -> bool:
+    """Whether the request's profile calibrates ``scenario`` (its GPU and engine are the profile's)."""
+    if request.calibration is None:
+        return False
+    from workbench.measure.profile import fitted_for
+
+    return fitted_for(request.calibration, scenario)
+
+
 def _engine(engine: Engine | Callable[[], Engine] | None) -> Engine:
     if engine is None:
         from workbench.pluginhost import default_engine
@@ -170,8 +208,6 @@ def collect(
     known_sections: Sequence[str] = SECTION_IDS,
 ) -> ReportData:
     """Run every estimate (and analysis) the report needs. Raises InputError for unknown ids."""
-    from workbench.catalog.resolve import resolve_scenario
-
     request.check(known_sections)
     scenarios = request.selected_scenarios()
     want_compare = "comparison" in request.sections or "summary" in request.sections
@@ -189,7 +225,7 @@ def collect(
     estimates: list[Estimate] = []
     for scenario in scenarios:
         tick(f"Estimating {scenario.name}")
-        estimates.append(eng.run(resolve_scenario(scenario, request.project)))
+        estimates.append(eng.run(Resolver(request)(scenario)))
     data = ReportData(request=request, estimates=estimates)
     if "warnings" in request.sections:
         from workbench.engine.fixes import memory_fixes
@@ -250,8 +286,6 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     except ImportError:
         notes.append("The comparison is not available in this version of the workbench.")
         return None
-    from workbench.catalog.resolve import resolve_scenario
-
     project = request.project
     # Prices entered per candidate in the Compare tab (saved with its setup) cost the report's
     # comparison as they cost the window's.
@@ -261,7 +295,7 @@ def _compare(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
             engine,
             list(scenarios),
             [compare_module.Candidate(c, usd_per_gpu_hour=prices.get(c)) for c in candidates],
-            lambda s: resolve_scenario(s, project),
+            Resolver(request),
             comparison_targets(request),
         )
     except InputError:
@@ -278,7 +312,6 @@ PARETO_CANDIDATES = 7
 def _pareto(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:
     """The Pareto fronts of the first serving scenario that generates tokens, for the comparison's
     best-ranked candidates; None when no scenario serves."""
-    from workbench.catalog.resolve import resolve_scenario
     from workbench.engine.pareto import pareto_fronts
 
     scenario = next((s for s in request.selected_scenarios() if not s.is_training and s.gen_len >= 2), None)
@@ -287,7 +320,7 @@ def _pareto(request: ReportRequest, engine: Engine, comparison: Any, notes: list
     ranked = next(sc for sc in comparison.scenarios if sc.scenario.name == scenario.name).results
     candidates = [r.candidate for r in ranked][:PARETO_CANDIDATES]
     try:
-        fronts = pareto_fronts(engine, scenario, candidates, lambda s: resolve_scenario(s, request.project))
+        fronts = pareto_fronts(engine, scenario, candidates, Resolver(request))
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - an analysis that fails leaves the rest of the report
@@ -300,7 +333,6 @@ def _iso(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     """The first serving scenario's comparison at equal service level (with its confidence when
     draws are asked for), as (scenario name, ranked results, confidence or None); None when no
     scenario serves or it fails (said in ``notes``)."""
-    from workbench.catalog.resolve import resolve_scenario
     from workbench.engine.compare import Candidate
 
     scenario = next((s for s in request.selected_scenarios() if not s.is_training), None)
@@ -310,7 +342,7 @@ def _iso(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
     project = request.project
     prices = project.comparisons[0].usd_per_gpu_hour if project.comparisons else {}
     candidates = [Candidate(c, usd_per_gpu_hour=prices.get(c)) for c in comparison_candidates(request)]
-    resolve = lambda s: resolve_scenario(s, project)  # noqa: E731
+    resolve = Resolver(request)
     weights = list(request.weights_options) or None
     targets = comparison_targets(request)
     demand = targets.min_tokens_per_s is not None
@@ -333,16 +365,14 @@ def _iso(request: ReportRequest, engine: Engine, notes: list[str]) -> Any:
 
 def _confidence(request: ReportRequest, engine: Engine, comparison: Any, notes: list[str]) -> Any:
     """How often each candidate of ``comparison`` wins over the request's draws (None on failure)."""
-    from workbench.catalog.resolve import resolve_scenario
     from workbench.engine.confidence import decision_confidence
 
-    project = request.project
     try:
         return decision_confidence(
             engine,
             list(request.selected_scenarios()),
             list(comparison.candidates),
-            lambda s: resolve_scenario(s, project),
+            Resolver(request),
             comparison.targets,
             draws=request.confidence_draws,
         )

@@ -43,7 +43,7 @@ from workbench.report.charts import (
     TornadoChart,
     TornadoRow,
 )
-from workbench.report import under_load
+from workbench.report import calibration, under_load
 from workbench.report.document import SECTIONS, ReportData, SectionInfo
 from workbench.report.kernel_table import add_kernel_table
 
@@ -345,7 +345,8 @@ def fit_verdict(estimate: Estimate) -> tuple[bool | None, str]:
 def build_cover(data: ReportData, body: Body) -> None:
     r = data.request
     names = [e.resolved.scenario.name for e in data.estimates]
-    titles = [s.title for s in available_sections() if s.id in r.sections and s.id != "cover"]
+    titles = [s.title for s in available_sections() if s.id in r.sections and s.id != "cover"
+              and not (s.id == "calibration" and r.calibration is None)]  # left out without a profile
     rows = [
         ("Project", _e(r.project_name)),
         ("Prepared by", _e(r.author_name or "—")),
@@ -354,6 +355,9 @@ def build_cover(data: ReportData, body: Body) -> None:
         ("Scenarios", "<br>".join(_e(n) for n in names)),
         ("Sections", _e(", ".join(titles) or "—")),
     ]
+    if r.calibration is not None:
+        rows.append(("Calibration", _e(f"{r.calibration.mark()}, profile '{r.calibration.name}' "
+                                       f"({r.calibration.gpu} / {r.calibration.engine})")))
     body.first_section = False
     body.html('<p class="cover-kicker">GPU Planning Workbench</p>')
     body.html(f'<p class="cover-title">{_e(r.title)}</p>')
@@ -398,6 +402,13 @@ def build_summary(data: ReportData, body: Body) -> None:
             fits, text = fit_verdict(estimate)
             mark = {True: '<span class="ok">✔</span>', False: '<span class="bad">✘</span>'}.get(fits, "•")
             body.para(f"{mark} <b>{_e(estimate.resolved.scenario.name)}</b> — {text}", cls="verdict")
+    marked = [(e.resolved.scenario.name, m) for e in data.estimates if (m := calibration.mark(data, e))]
+    if marked:
+        # every figure below is the calibrated one: said before them, with the profile that made it
+        who = "" if single else " (" + ", ".join(name for name, _ in marked) + ")"
+        text = marked[0][1]
+        body.para(f'<span class="ok"><b>{_e(text[0].upper() + text[1:])}</b></span>{_e(who)}: the figures below '
+                  "use the fitted assumptions (see the Calibration section).", cls="verdict")
     body.heading("Key figures")
     if single:
         e = data.estimates[0]
@@ -885,9 +896,11 @@ def build_sensitivity(data: ReportData, body: Body) -> None:
 def build_assumptions(data: ReportData, body: Body) -> None:
     body.section("Assumptions and formulas", anchor="assumptions")
     body.heading("Assumptions")
+    fitted = data.request.calibration.assumptions if data.request.calibration is not None else {}
     body.intro(
         "Every assumption the estimates read, with the value used, its default and where the default "
-        "comes from. A value that differs from the default was set in the scenario."
+        "comes from. A value that differs from the default was set in the scenario"
+        + (", or fitted by the calibration (marked calibrated)." if fitted else ".")
     )
     used: dict[str, dict[str, Any]] = {}
     values: dict[str, dict[str, list[str]]] = {}
@@ -908,6 +921,8 @@ def build_assumptions(data: ReportData, body: Body) -> None:
         mark = (
             " <b>(set)</b>" if any(v != _factor_value(row["default"], row["unit"]) for v in by_value) else ""
         )
+        if mark and ident in fitted and any(calibration.mark(data, e) for e in data.estimates):
+            mark = " <b>(calibrated)</b>"
         rows.append(
             (
                 f'{_e(row["title"])}<br><span class="code">{_e(ident)}</span>',
@@ -1293,6 +1308,7 @@ BUILDERS: dict[str, Builder] = {
     "roofline": build_roofline,
     "comparison": build_comparison,
     "sensitivity": build_sensitivity,
+    "calibration": calibration.build,
     "assumptions": build_assumptions,
     "warnings": build_warnings,
 }

@@ -9,6 +9,7 @@ every other row; all rows of one import land together or none do.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -39,11 +40,17 @@ def read_rows(path: str | Path, table: str) -> list[dict[str, Any]]:
         conn.close()
 
 
+def _locked(path: str | Path, lock_held: bool) -> Any:
+    # the window holds its open project's lock for as long as it shows it: it writes under that one
+    return contextlib.nullcontext() if lock_held else writing(path, WRITE_WAIT_S)
+
+
 def add_measurement_rows(path: str | Path, rows: Sequence[Mapping[str, Any]],
-                         edit: Callable[[Project], Project] | None = None) -> list[int]:
+                         edit: Callable[[Project], Project] | None = None, *, lock_held: bool = False) -> list[int]:
     """Append measurement rows (without ``id``); returns the ids they got. ``edit`` changes the
-    project in the same save (a scenario the measurements bring). All or nothing."""
-    with writing(path, WRITE_WAIT_S):
+    project in the same save (a scenario the measurements bring). All or nothing. ``lock_held``:
+    the caller holds the project's lock already (the window that has it open)."""
+    with _locked(path, lock_held):
         project = open_project(path)
         if edit is not None:
             project = edit(project)
@@ -56,9 +63,9 @@ def add_measurement_rows(path: str | Path, rows: Sequence[Mapping[str, Any]],
     return [row["id"] for row in added]
 
 
-def remove_measurement_rows(path: str | Path, ids: Sequence[int]) -> int:
+def remove_measurement_rows(path: str | Path, ids: Sequence[int], *, lock_held: bool = False) -> int:
     """Delete measurements by id; returns how many were there (nothing is written if none)."""
-    with writing(path, WRITE_WAIT_S):
+    with _locked(path, lock_held):
         project = open_project(path)
         existing = read_rows(path, "measurements")
         kept = [row for row in existing if row.get("id") not in set(ids)]
@@ -67,9 +74,9 @@ def remove_measurement_rows(path: str | Path, ids: Sequence[int]) -> int:
     return len(existing) - len(kept)
 
 
-def put_calibration_row(path: str | Path, row: Mapping[str, Any]) -> None:
+def put_calibration_row(path: str | Path, row: Mapping[str, Any], *, lock_held: bool = False) -> None:
     """Add a calibration profile, replacing one of the same name."""
-    with writing(path, WRITE_WAIT_S):
+    with _locked(path, lock_held):
         project = open_project(path)
         existing = [r for r in read_rows(path, "calibrations") if r.get("name") != row["name"]]
         save_project(project, path, estimates=load_estimates(path), carried={"calibrations": [*existing, dict(row)]})

@@ -110,6 +110,8 @@ class ReportDialog(QDialog):
         default_folder: Path | None = None,
     ) -> None:
         super().__init__(parent)
+        #: The calibration profile the window applies (``ReportRequest.calibration``); None: none.
+        self.calibration: Any = None
         self.setObjectName("report_dialog")
         self.setWindowTitle("Export Report")
         self.project = project
@@ -247,6 +249,7 @@ class ReportDialog(QDialog):
             candidates=candidates,
             page_size=str(self.page_size.currentData()),
             author=self.author_edit.text().strip(),
+            calibration=self.calibration,
         )
 
     def _update_state(self, *_: object) -> None:
@@ -397,6 +400,8 @@ def open_report_dialog(window: Any) -> ReportDialog:
         current_scenario=window.controller.current,
         default_folder=folder,
     )
+    calibration = getattr(window, "calibration", None)
+    dialog.calibration = getattr(calibration, "profile", None)  # the report is calibrated as the window is
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.report_written.connect(
         lambda path: window.statusBar().showMessage(f"Report written: {path}", 8000)

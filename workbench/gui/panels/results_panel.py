@@ -101,6 +101,8 @@ class QuantityLabel(QLabel):
 
 
 class ResultsPanel(QScrollArea):
+    """The current estimate; ``set_calibration`` marks it calibrated."""
+
     #: A fix's Apply button was clicked (the :class:`Fix`); the window applies it as one undo step.
     fix_requested = Signal(object)
 
@@ -123,6 +125,10 @@ class ResultsPanel(QScrollArea):
         self.verdict.setFont(font)
         self.verdict_detail = QLabel("", body)
         self.verdict_detail.setWordWrap(True)
+        self.calibration = QLabel("", body)
+        self.calibration.setObjectName("calibration_mark")
+        self.calibration.setStyleSheet(f"color: {theme.OK_COLOUR}")
+        self.calibration.setVisible(False)
         self.gpus_needed = QuantityLabel("memory.min_gpus", body)
         self.gpus_needed.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
         self.error = QLabel("", body)
@@ -143,6 +149,7 @@ class ResultsPanel(QScrollArea):
         self.fixes: list[Fix] = []
         layout.addWidget(self.verdict)
         layout.addWidget(self.verdict_detail)
+        layout.addWidget(self.calibration)
         layout.addWidget(self.oom_message)
         layout.addWidget(self.fixes_title)
         layout.addWidget(self.fixes_box)
@@ -316,3 +323,8 @@ class ResultsPanel(QScrollArea):
     @property
     def verdict_text(self) -> str:
         return self.verdict.text()
+
+    def set_calibration(self, mark: str | None) -> None:
+        """Say 'calibrated on N measurements (date)' above the figures, or nothing (None)."""
+        self.calibration.setText(mark[0].upper() + mark[1:] if mark else "")
+        self.calibration.setVisible(bool(mark))
