@@ -35,7 +35,9 @@ from workbench.pluginhost import checks, hookspecs
 from workbench.pluginhost.guarded import GuardedArrayEstimator, GuardedEstimator, GuardedSection, PluginState
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
-FIRST_PARTY: tuple[str, ...] = ("workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost")
+FIRST_PARTY: tuple[str, ...] = (
+    "workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost", "workbench_cluster"
+)
 
 LOADED, FAILED, DISABLED = "loaded", "failed", "disabled"
 FIRST_PARTY_ORIGIN = "first-party"
