@@ -83,3 +83,20 @@ def test_catalog_storage_lists_every_entry(capsys: pytest.CaptureFixture[str]) -
     assert main(["catalog", "storage", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["count"] == len(storage_systems()) and doc["default"] == default_storage_id()
+
+
+def test_a_project_keeps_the_cluster_options_and_names_their_version(tmp_path: Path) -> None:
+    import sqlite3
+
+    from workbench.core.project import Project
+    from workbench.store import open_project, save_project
+
+    plain = Scenario(name="a", model="llama-3.1-8b", gpu="h100-sxm")
+    spot = Scenario(name="b", model="llama-3.1-8b", gpu="h100-sxm", cluster={"spot": True, "storage_gbps": 40})
+    path = tmp_path / "p.gpuwb"
+    save_project(Project(scenarios=(plain, spot)), path)
+    with sqlite3.connect(path) as conn:
+        versions = dict(conn.execute("select name, schema_version from scenarios"))
+    conn.close()
+    assert versions == {"a": 1, "b": 3}
+    assert open_project(path).scenarios == (plain, spot)
