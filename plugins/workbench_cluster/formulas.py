@@ -28,7 +28,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 GB = 1e9
+#: A float, or a float64 array with one entry per point of a group.
+Floats = float | np.ndarray
 
 
 def job_bandwidth_gbps(kind: str, per_unit: float, units: int, nodes: int, node_gbps: float) -> float:
@@ -58,29 +62,38 @@ def checkpoint_bytes(
     return weights_per_rank * ranks / weight_copies + optimizer_per_rank * ranks / optimizer_copies
 
 
-def young_daly_interval_s(mtbf_s: float, stall_s: float) -> float:
+def young_daly_interval_s(mtbf_s: Floats, stall_s: Floats) -> Floats:
     """The checkpoint interval that minimises lost time to first order: sqrt(2 x MTBF x stall)."""
-    return math.sqrt(2.0 * mtbf_s * stall_s)
+    return (2.0 * mtbf_s * stall_s) ** 0.5
 
 
 @dataclass(frozen=True, slots=True)
 class Goodput:
-    wall_s: float  # inf when failures come faster than work is saved
-    goodput: float
-    interruptions: float
-    lost_per_failure_s: float
+    """Floats for floats, arrays (one entry per point) for arrays."""
+
+    wall_s: Floats  # inf where failures come faster than work is saved
+    goodput: Floats  # 0 there
+    interruptions: Floats
+    lost_per_failure_s: Floats
 
 
-def goodput(useful_s: float, mtbf_s: float, interval_s: float, stall_s: float, restart_s: float,
-            restore_s: float) -> Goodput:  # fmt: skip
+def goodput(useful_s: Floats, mtbf_s: float, interval_s: Floats, stall_s: Floats, restart_s: float,
+            restore_s: Floats) -> Goodput:  # fmt: skip
     """Wall-clock time, goodput and interruptions of ``useful_s`` seconds of training."""
     lost = interval_s / 2.0 + restart_s + restore_s
-    progress = 1.0 - lost / mtbf_s if math.isfinite(mtbf_s) else 1.0
-    if progress <= 0.0:
-        return Goodput(math.inf, 0.0, math.inf, lost)
-    wall = useful_s * (1.0 + stall_s / interval_s) / progress
-    interruptions = wall / mtbf_s if math.isfinite(mtbf_s) else 0.0
-    return Goodput(wall, useful_s / wall if wall > 0 else 1.0, interruptions, lost)
+    if not math.isfinite(mtbf_s):  # no failures assumed: only the checkpoint stalls cost time
+        wall = useful_s * (1.0 + stall_s / interval_s)
+        return Goodput(wall, useful_s / wall, wall * 0.0, lost)
+    progress = 1.0 - lost / mtbf_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wall = np.where(progress > 0.0, useful_s * (1.0 + stall_s / interval_s) / np.maximum(progress, 1e-300), np.inf)
+        share = np.where(progress > 0.0, useful_s / wall, 0.0)
+    return Goodput(_plain(wall), _plain(share), _plain(wall / mtbf_s), lost)
+
+
+def _plain(x: np.ndarray) -> Floats:
+    """A 0-d result of float inputs as a Python float; arrays as they are."""
+    return float(x) if np.ndim(x) == 0 else x
 
 
 def expected_interruptions(rate_per_gpu_hour: float, gpus: int, hours: float) -> float:

@@ -79,21 +79,26 @@ def _load(path: Path) -> tuple[dict[str, StorageSystem], str]:
     return systems, default
 
 
+@lru_cache(maxsize=1)
+def _shipped() -> Path:
+    # Resolved once: every estimate looks its storage up, and resolving the path costs more than the rest.
+    return catalog_dir() / STORAGE_FILE
+
+
 def storage_systems(path: Path | None = None) -> dict[str, StorageSystem]:
     """Every storage system of the catalog, by id (CatalogError, one line, for a broken file)."""
-    return _load(path or catalog_dir() / STORAGE_FILE)[0]
+    return _load(path or _shipped())[0]
 
 
 def default_storage_id(path: Path | None = None) -> str:
     """The entry a scenario that names no storage uses."""
-    return _load(path or catalog_dir() / STORAGE_FILE)[1]
+    return _load(path or _shipped())[1]
 
 
 def storage_system(ident: str | None) -> StorageSystem:
     """The entry ``ident`` names (None: the default); KeyError with the known ids otherwise."""
-    systems = storage_systems()
-    key = default_storage_id() if ident is None else ident
+    systems, default = _load(_shipped())
     try:
-        return systems[key]
+        return systems[default if ident is None else ident]
     except KeyError:
         raise KeyError(f"unknown storage '{ident}' (known: {', '.join(systems)})") from None
