@@ -49,7 +49,6 @@ _TRAINING_ONLY = tuple(k for k, v in CLUSTER.items() if v[1] == "training")
 _INFERENCE_ONLY = tuple(k for k, v in CLUSTER.items() if v[1] == "inference")
 _CHECKPOINT_AND_RUN = tuple(k for k in _TRAINING_ONLY if k.startswith(("cluster.checkpoint.", "cluster.failures.",
                                                                       "cluster.goodput")))  # fmt: skip
-_DATA = tuple(k for k in _TRAINING_ONLY if k.startswith("cluster.data.") and k != "cluster.data.bytes_per_token")
 _RUN_KEYS = ("cluster.failures.expected_interruptions", "cluster.goodput", "cluster.goodput_days",
              "cluster.goodput_usd")  # fmt: skip
 _NAN = float("nan")
@@ -391,16 +390,18 @@ def _checkpoint_and_goodput(ctx: PointsContext, out: _Out, sc: Scenario, bw: _Ba
     user = sc.cluster.checkpoint_interval_s
     if user is not None:
         interval: Floats = user + 0.0 * size  # the size's shape: NaN where it has no value
-        interval_text: Formula = lambda _i: f"scenario checkpoint_interval_s {user:g}"  # noqa: E731
+        interval_text: Formula | str = f"scenario checkpoint_interval_s {user:g}"
     elif math.isfinite(mtbf_s):
         optimum = F.young_daly_interval_s(mtbf_s, stall)
         interval = np.maximum(optimum, write_s) if sc.cluster.async_checkpoint else optimum
 
-        def interval_text(i: int) -> str:
+        def optimum_text(i: int) -> str:
             shown = f"Young/Daly: sqrt(2 x MTBF {mtbf_s:,.0f} s x stall {at(stall, i):.4g} s)"
             if sc.cluster.async_checkpoint and at(optimum, i) < at(write_s, i):
                 shown += f", at least the background write {at(write_s, i):.4g} s"
             return shown
+
+        interval_text = optimum_text
     else:
         interval = _NAN
         interval_text = "no failures assumed: no checkpoint needed for recovery"
