@@ -85,7 +85,7 @@ def goodput(useful_s: Floats, mtbf_s: float, interval_s: Floats, stall_s: Floats
         wall = useful_s * (1.0 + stall_s / interval_s)
         return Goodput(wall, useful_s / wall, wall * 0.0, lost)
     progress = 1.0 - lost / mtbf_s
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a vanishing progress: an endless run
         wall = np.where(progress > 0.0, useful_s * (1.0 + stall_s / interval_s) / np.maximum(progress, 1e-300), np.inf)
         share = np.where(progress > 0.0, useful_s / wall, 0.0)
     return Goodput(_plain(wall), _plain(share), _plain(wall / mtbf_s), lost)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workbench_cluster import assumptions as A
 from workbench_cluster import formulas as F
@@ -69,3 +71,22 @@ def test_llama3_interruption_count_is_reproduced() -> None:
     assert F.expected_interruptions(rate, 16384, 54 * 24) == pytest.approx(419.0)
     assert 1 / (rate * 16384) == pytest.approx(3.09, abs=0.01)
     assert A.FAILURE_RATE.minimum <= rate <= A.FAILURE_RATE.maximum
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    useful=st.floats(1.0, 1e8),
+    mtbf=st.floats(60.0, 1e7),
+    stall=st.floats(0.001, 3600.0),
+    restart=st.floats(0.0, 7200.0),
+)
+def test_goodput_invariants(useful: float, mtbf: float, stall: float, restart: float) -> None:
+    """Goodput lies in [0, 1]; wall time is never less than the useful time; more frequent
+    interruptions never raise goodput."""
+    interval = F.young_daly_interval_s(mtbf, stall)
+    g = F.goodput(useful, mtbf, interval, stall, restart, restore_s=stall)
+    assert 0.0 <= g.goodput <= 1.0
+    if g.goodput > 0:
+        assert g.wall_s >= useful
+    worse = F.goodput(useful, mtbf / 2, interval, stall, restart, restore_s=stall)
+    assert worse.goodput <= g.goodput
