@@ -130,7 +130,8 @@ SPOT_DISCOUNT = Assumption(
         "AWS EC2 Spot Instances: 'up to 90% off' On-Demand; GPU instances see smaller discounts. 0.6 is "
         "this workbench's typical choice; range 0.3-0.9."
     ),
-    description="Used with --spot: the run's rented cost is multiplied by (1 - discount).",
+    description="Used with --spot where the accelerator catalog has no spot price (or the scenario gives its own "
+    "on-demand price): the run's rented cost is multiplied by (1 - discount).",
     minimum=0.0,
     maximum=0.99,
 )

@@ -438,9 +438,15 @@ def _checkpoint_and_goodput(ctx: PointsContext, out: _Out, sc: Scenario, bw: _Ba
     cost = _read(ctx, "cost.total_usd")
     factor, cost_ids, spot_text = 1.0, run_ids, ""
     if sc.cluster.spot:
-        discount = ctx.assumptions[A.SPOT_DISCOUNT.id]
-        factor, cost_ids = 1.0 - discount, (*run_ids, A.SPOT_DISCOUNT.id)
-        spot_text = f" x (1 - spot discount {discount:g})"
+        gpu = ctx.gpu
+        if sc.pricing.cloud_usd_per_gpu_hour is None and gpu.cloud_spot_usd_per_hour and gpu.cloud_usd_per_hour:
+            # the catalog's own dated spot quote for this accelerator, against the on-demand one costed
+            factor = gpu.cloud_spot_usd_per_hour / gpu.cloud_usd_per_hour
+            spot_text = f" x catalog spot/on-demand {gpu.cloud_spot_usd_per_hour:g}/{gpu.cloud_usd_per_hour:g}"
+        else:
+            discount = ctx.assumptions[A.SPOT_DISCOUNT.id]
+            factor, cost_ids = 1.0 - discount, (*run_ids, A.SPOT_DISCOUNT.id)
+            spot_text = f" x (1 - spot discount {discount:g})"
     usd = cost / share * factor
     out.put("cluster.goodput_usd", usd, lambda i: f"${at(cost, i):,.0f} / goodput {at(share, i):.4g}{spot_text}",
             cost_ids, why="no rental cost (see cost.total_usd), or no goodput")  # fmt: skip

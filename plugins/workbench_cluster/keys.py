@@ -80,7 +80,7 @@ CLUSTER: dict[str, tuple[str, str, str, str]] = {
     ),
     "cluster.goodput_usd": (
         "USD", "training", "Cost of the run with failures",
-        "cost.total_usd / goodput, x (1 - spot discount) under --spot",
+        "cost.total_usd / goodput; under --spot x the catalog's spot/on-demand price ratio, else x (1 - spot discount)",
     ),
 }
 

@@ -64,7 +64,8 @@ def test_flags_set_the_cluster_options_and_the_keys_reach_json(capsys: pytest.Ca
     assert doc["cluster"]["checkpoint"]["interval_s"] == 1800
     assert doc["cluster"]["storage"]["read_gbps"] == pytest.approx(6.5 * 4 * 2)  # 2 nodes of 8 GPUs
     assert doc["explain"]["cluster.goodput"]["formula"].startswith("useful / wall")
-    assert "cluster.spot_discount" in doc["explain"]["cluster.goodput_usd"]["assumptions"]
+    # the H100's catalog spot price sets the discount (no assumed one)
+    assert "catalog spot/on-demand" in doc["explain"]["cluster.goodput_usd"]["formula"]
 
 
 def test_explain_shows_the_cluster_keys(capsys: pytest.CaptureFixture[str]) -> None:

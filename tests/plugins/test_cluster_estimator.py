@@ -156,3 +156,16 @@ def test_serving_reports_the_cold_start_only() -> None:
     assert est.get("cluster.checkpoint.model_load_s") == pytest.approx(weights * 2 / 100e9)
     assert est.get("cluster.goodput") is None
     assert "inference" in est.values["cluster.goodput"].note
+
+
+def test_spot_uses_the_catalog_spot_price_where_there_is_one() -> None:
+    priced = GPU.model_copy(update={"cloud_usd_per_hour": 3.0, "cloud_spot_usd_per_hour": 0.9})
+    scenario = Scenario(model="llama-3.1-8b", gpu=priced.id, workload="pretrain", num_gpus=16,
+                        parallel={"tp": 4, "dp": 4, "zero_stage": 1}, cluster={"spot": True})  # fmt: skip
+    resolved = ResolvedScenario(scenario, LLAMA_8B, Cluster(accelerator=priced, node=NODE, num_gpus=16))
+    est = Engine([Stub(), ClusterEstimator()]).run(resolved)
+    assert est.get("cluster.goodput_usd") == pytest.approx(1e6 / est.get("cluster.goodput") * 0.3)
+    assert "cluster.spot_discount" not in est.values["cluster.goodput_usd"].assumptions
+    # a price of the scenario's own: the catalog ratio no longer applies, the assumed discount does
+    own = run(cluster={"spot": True}, pricing={"cloud_usd_per_gpu_hour": 2.0})
+    assert own.get("cluster.goodput_usd") == pytest.approx(1e6 / own.get("cluster.goodput") * 0.4)
