@@ -11,7 +11,7 @@ from workbench.core.scenario import FinetuneMethod, Scenario, Workload
 from workbench.engine.points import PointsContext, at
 from workbench_cluster import assumptions as A
 from workbench_cluster import formulas as F
-from workbench_cluster.columns import NAN, Formula, Out, bytes_text, figure, plain
+from workbench_cluster.columns import NAN, Formula, Out, bytes_text, choose, figure, isnan, larger, nowhere, plain
 from workbench_cluster.formulas import Floats
 from workbench_cluster.keys import CLUSTER
 
@@ -27,7 +27,7 @@ def checkpoint_and_goodput(ctx: PointsContext, out: Out, sc: Scenario, bw: Bandw
     weights = figure(ctx, "memory.average_gpu.weights")
     optimizer = figure(ctx, "memory.average_gpu.optimizer_states")
     no_state = "the memory plugin gave no weights or optimizer states per GPU"
-    if np.all(np.isnan(weights)) or np.all(np.isnan(optimizer)):
+    if nowhere(weights) or nowhere(optimizer):
         out.null(_CHECKPOINT_AND_RUN, no_state)
         return
     ranks = p.world_size
@@ -88,7 +88,7 @@ def checkpoint_and_goodput(ctx: PointsContext, out: Out, sc: Scenario, bw: Bandw
         interval_text: Formula | str = f"scenario checkpoint_interval_s {user:g}"
     elif math.isfinite(mtbf_s):
         optimum = F.young_daly_interval_s(mtbf_s, stall)
-        interval = np.maximum(optimum, write_s) if sc.cluster.async_checkpoint else optimum
+        interval = larger(optimum, write_s) if sc.cluster.async_checkpoint else optimum
 
         def optimum_text(i: int) -> str:
             shown = f"Young/Daly: sqrt(2 x MTBF {mtbf_s:,.0f} s x stall {at(stall, i):.4g} s)"
@@ -107,7 +107,7 @@ def checkpoint_and_goodput(ctx: PointsContext, out: Out, sc: Scenario, bw: Bandw
             lambda i: f"interval {at(interval, i):,.4g} s / 2 + restart {restart:g} s + restore {at(read_s, i):.4g} s",
             (A.RESTART_S.id,), why="no checkpoint interval")  # fmt: skip
     useful = figure(ctx, "performance.train_time_s")
-    if np.all(np.isnan(useful)):
+    if nowhere(useful):
         out.null(_RUN_KEYS, "set --train-tokens to estimate a run")
         return
     if math.isfinite(mtbf_s):
@@ -115,21 +115,22 @@ def checkpoint_and_goodput(ctx: PointsContext, out: Out, sc: Scenario, bw: Bandw
     else:  # no failures, no checkpoints: the run's own length
         g = F.Goodput(useful, useful / useful, useful * 0.0, lost)
     run_ids = (*ids, A.RESTART_S.id)
-    never = np.asarray(g.goodput <= 0.0)
+    never = g.goodput <= 0.0
+    ever = not (never.any() if isinstance(never, np.ndarray) else never)
     no_run = "set --train-tokens to estimate a run"
 
     def wall_text(i: int) -> str:
         return (f"useful {at(useful, i) / 86400:,.2f} days x (1 + stall {at(stall, i):.3g} s / interval "
                 f"{at(interval, i):,.4g} s) / (1 - lost {at(lost, i):,.4g} s / MTBF {mtbf_s:,.0f} s)")
 
-    out.put("cluster.failures.expected_interruptions", plain(np.where(never, NAN, g.interruptions)),
+    out.put("cluster.failures.expected_interruptions", choose(never, NAN, g.interruptions),
             lambda i: f"wall {at(g.wall_s, i) / 3600:,.1f} h / MTBF {mtbf_h:.4g} h", run_ids, why=no_run)  # fmt: skip
-    share = plain(np.where(never, NAN, g.goodput))
+    share = choose(never, NAN, g.goodput)
     never_why = "the run never finishes: each interruption loses more time than passes between interruptions"
     out.put("cluster.goodput", share, lambda i: f"useful / wall: {wall_text(i)}", run_ids,
-            why=no_run if not np.any(never) else never_why)  # fmt: skip
-    out.put("cluster.goodput_days", plain(np.where(never, NAN, g.wall_s / 86400.0)), wall_text, run_ids,
-            why=no_run if not np.any(never) else never_why)  # fmt: skip
+            why=no_run if ever else never_why)  # fmt: skip
+    out.put("cluster.goodput_days", choose(never, NAN, g.wall_s / 86400.0), wall_text, run_ids,
+            why=no_run if ever else never_why)  # fmt: skip
     cost = figure(ctx, "cost.total_usd")
     factor, cost_ids, spot_text = 1.0, run_ids, ""
     if sc.cluster.spot:
@@ -145,7 +146,7 @@ def checkpoint_and_goodput(ctx: PointsContext, out: Out, sc: Scenario, bw: Bandw
     usd = cost / share * factor
     out.put("cluster.goodput_usd", usd, lambda i: f"${at(cost, i):,.0f} / goodput {at(share, i):.4g}{spot_text}",
             cost_ids, why="no rental cost (see cost.total_usd), or no goodput")  # fmt: skip
-    out.warn(never & ~np.isnan(useful), "no-progress",
+    out.warn(never & ~isnan(useful) if isinstance(never, np.ndarray) else never and not isnan(useful), "no-progress",
              lambda i: (f"Interruptions come every {mtbf_s / 60:,.0f} minutes and each loses {at(lost, i) / 60:,.0f}: "
                         "the run never finishes"), "error",
              "shorter restarts, asynchronous checkpoints (--async-checkpoint), or faster storage")  # fmt: skip

@@ -56,6 +56,28 @@ def figure(ctx: PointsContext, key: str) -> Floats:
     return np.full(ctx.n, NAN)
 
 
+def isnan(x: Floats) -> bool | np.ndarray:
+    """NaN test of a float (a Python bool) or an array (a bool array): a single estimate calls no numpy."""
+    return math.isnan(x) if isinstance(x, float) else np.isnan(x)
+
+
+def nowhere(x: Floats) -> bool:
+    """Whether ``x`` has no value at any point."""
+    return math.isnan(x) if isinstance(x, float) else bool(np.isnan(x).all())
+
+
+def choose(cond: bool | np.ndarray, yes: Floats, no: Floats) -> Floats:
+    """``yes if cond else no`` point by point."""
+    return np.where(cond, yes, no) if isinstance(cond, np.ndarray) else (yes if cond else no)
+
+
+def larger(a: Floats, b: Floats) -> Floats:
+    """``max(a, b)`` point by point (NaN stays NaN, as np.maximum keeps it)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if (a >= b or math.isnan(a)) else b
+    return np.maximum(a, b)
+
+
 def where_any(cond: bool | np.ndarray) -> tuple[bool, np.ndarray | None]:
     """(any point, the mask for a PointWarning: None when every point) of a condition."""
     if not isinstance(cond, np.ndarray):
@@ -81,7 +103,7 @@ class Out:
         """``values`` (NaN: no value at that point, ``why`` says why) with its formula of point i."""
         n = self.n
         if n == 1:
-            x = float(np.asarray(values).reshape(-1)[0])
+            x = float(values) if isinstance(values, float) else float(np.asarray(values).reshape(-1)[0])
             if math.isnan(x):
                 self.values[key] = null_column(key, why)
                 return

@@ -13,7 +13,7 @@ from workbench.engine.points import PointsContext, at
 from workbench.engine.storage_catalog import StorageSystem
 from workbench_cluster import assumptions as A
 from workbench_cluster import formulas as F
-from workbench_cluster.columns import NAN, Out, figure
+from workbench_cluster.columns import NAN, Out, figure, isnan, larger, nowhere
 from workbench_cluster.formulas import Floats
 from workbench_cluster.storage import Bandwidth
 
@@ -44,30 +44,29 @@ def data(ctx: PointsContext, out: Out, sc: Scenario, s: StorageSystem, bw: Bandw
             lambda i: f"{at(tokens_s, i):,.0f} tokens/s / {at(seq_len, i):,.0f} tokens per sequence", why=no_rate)  # fmt: skip
     util = read / bw.read
     if bw.iops is not None:
-        util = np.maximum(util, iops / bw.iops)
+        util = larger(util, iops / bw.iops)
 
     def util_text(i: int) -> str:
         shown = f"{at(read, i):,.4g} / {bw.read:,.4g} GB/s"
         return shown if bw.iops is None else f"max({shown}, {at(iops, i):,.0f} / {bw.iops:,.0f} IOPS)"
 
     out.put("cluster.data.storage_utilization", util, util_text, why=no_rate)
-    unknown = np.isnan(util)
-    if np.all(unknown):
+    if nowhere(util):
         out.null(("cluster.data.bound",), no_rate)
     else:
         bound = np.where(util > 1.0, "storage", "gpu").astype(object)
-        bound[unknown] = None
+        bound[np.isnan(util)] = None
         out.text("cluster.data.bound", bound if bound.ndim else str(bound),
                  lambda i: (no_rate if math.isnan(at(util, i)) else
                             f"storage utilization {at(util, i):.3g} {'>' if at(util, i) > 1 else '<='} 1"))  # fmt: skip
     step = figure(ctx, "performance.step_time_s")
-    slower = np.maximum(1.0, util)
+    slower = larger(1.0, util)
     out.put("cluster.data.step_time_s", step * slower,
             lambda i: f"step {at(step, i):.4g} s x max(1, storage utilization {at(util, i):.3g})",
             why="no step time or training throughput")  # fmt: skip
     iops_text = "" if bw.iops is None else f" and {bw.iops:,.0f} reads/s"
     out.warn(
-        (util > 1.0) & ~np.isnan(step),
+        (util > 1.0) & ~np.isnan(step) if isinstance(util, np.ndarray) else util > 1.0 and not isnan(step),
         "storage-bound",
         lambda i: (f"Storage, not the GPUs, sets the step time: the data loader needs {at(read, i):,.3g} GB/s and "
                    f"{at(iops, i):,.0f} reads/s, {s.name} gives the job {bw.read:,.3g} GB/s{iops_text}; a step takes "

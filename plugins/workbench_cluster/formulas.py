@@ -85,6 +85,11 @@ def goodput(useful_s: Floats, mtbf_s: float, interval_s: Floats, stall_s: Floats
         wall = useful_s * (1.0 + stall_s / interval_s)
         return Goodput(wall, useful_s / wall, wall * 0.0, lost)
     progress = 1.0 - lost / mtbf_s
+    if not any(isinstance(x, np.ndarray) for x in (useful_s, interval_s, stall_s, restore_s)):
+        if progress <= 0.0:
+            return Goodput(math.inf, 0.0, math.inf, lost)
+        wall = useful_s * (1.0 + stall_s / interval_s) / progress
+        return Goodput(wall, useful_s / wall, wall / mtbf_s, lost)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a vanishing progress: an endless run
         wall = np.where(progress > 0.0, useful_s * (1.0 + stall_s / interval_s) / np.maximum(progress, 1e-300), np.inf)
         share = np.where(progress > 0.0, useful_s / wall, 0.0)
