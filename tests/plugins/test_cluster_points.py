@@ -46,3 +46,19 @@ def test_a_group_equals_its_single_estimates(fields: dict) -> None:
         codes |= {w.code for w in mine}
     if fields.get("cluster", {}).get("storage_gbps"):
         assert "storage-bound" in codes
+
+
+def test_drawn_cluster_assumptions_run_in_one_group() -> None:
+    """A Monte Carlo sample that draws this plugin's assumptions (compare's confidence draws do)
+    stays one group; each point reads its own draw, as its single estimate with that override does."""
+    engine = default_engine()
+    resolved = resolve(make_scenario(**CASES[0]))
+    draws = {"cluster.restart_s": [300.0, 900.0, 1800.0], "cluster.failures_per_gpu_hour": [1e-5, 2e-5, 1e-4]}
+    assert engine.takes_assumption_arrays(resolved.scenario, draws)
+    group = engine.run_points(resolved, None, None, draws)
+    for i in range(3):
+        overrides = {k: v[i] for k, v in draws.items()}
+        single = engine.run(resolved.with_scenario(resolved.scenario.model_copy(update={"assumptions": overrides})))
+        for key in CLUSTER:
+            a, b = group.estimate(i).values[key], single.values[key]
+            assert (a.value, a.formula) == (b.value, b.formula), (i, key)
