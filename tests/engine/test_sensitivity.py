@@ -150,8 +150,11 @@ def test_swings_run_as_one_group_give_the_numbers_of_one_estimate_per_end(eng, f
     assert len(calls) == 1 + 2 * (len(sens.bars) - len(batched))
     if resolved.scenario.is_training:
         # the training speed model reads its assumptions point by point (for now); the cost
-        # model's power fractions run as arrays whatever the workload
-        assert all(b.factor.id.startswith("cost.") for b in batched)
+        # model's power fractions run as arrays whatever the workload, and an assumption no
+        # estimator of the metric's run reads (the cluster plugin's) needs no run at all
+        assert all(b.factor.id.startswith("cost.") or not eng.reads_any((b.factor.id,), (sens.metric,))
+                   for b in batched)  # fmt: skip
+        assert not any(b.factor.id.startswith("perf.") for b in batched)
     else:
         assert len(batched) >= 4
 

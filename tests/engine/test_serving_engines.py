@@ -26,7 +26,7 @@ from workbench.catalog.resolve import resolve_scenario as resolve_catalog
 from workbench.cli.main import build_parser
 from workbench.cli.scenario_flags import scenario_from_args
 from workbench.core.project import Project
-from workbench.core.scenario import Batching, Scenario, ServingEngine, ServingOptions
+from workbench.core.scenario import SCENARIO_PAYLOAD_NEWEST, Batching, Scenario, ServingEngine, ServingOptions
 from workbench.core.units import GiB
 from workbench.engine import serving_engines
 from workbench.pluginhost import default_engine
@@ -188,10 +188,11 @@ def test_a_scenario_with_an_engine_is_recorded_as_payload_version_2(tmp_path: Pa
     with sqlite3.connect(path) as conn:
         versions = dict(conn.execute("select name, schema_version from scenarios"))
     assert versions == {"a": 1, "b": 2}  # a reader of version 1 refuses b as newer, not as damaged
+    newer = SCENARIO_PAYLOAD_NEWEST + 1
     with sqlite3.connect(path) as conn:
-        conn.execute("update scenarios set schema_version = 3 where name = 'b'")
+        conn.execute(f"update scenarios set schema_version = {newer} where name = 'b'")
     conn.close()
-    with pytest.raises(InputError, match="payload version 3, newer than this workbench reads"):
+    with pytest.raises(InputError, match=f"payload version {newer}, newer than this workbench reads"):
         open_project(path)
 
 

@@ -56,6 +56,19 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
             )
         print(f"{len(accelerators)} accelerators; dense TFLOPS; `--json` for sources")
         return 0
+    if args.what == "storage":
+        from workbench.engine.storage_catalog import default_storage_id, storage_systems
+
+        systems = list(storage_systems().values())
+        if args.json:
+            _emit_json({"count": len(systems), "default": default_storage_id(),
+                        "storage": [s.model_dump(mode="json") for s in systems]})  # fmt: skip
+            return 0
+        print(f"{'id':<20} {'name':<52} {'kind':<7} {'read GB/s':>9} {'write GB/s':>10} {'units':>5}")
+        for s in systems:
+            print(f"{s.id:<20} {s.name[:52]:<52} {s.kind.value:<7} {s.read_gbps:>9g} {s.write_gbps:>10g} {s.count:>5}")
+        print(f"{len(systems)} storage systems; figures per unit (drive, appliance or prefix); `--json` for sources")
+        return 0
     if args.what == "nodes":
         from workbench.catalog.accelerators import load_node_shapes
 
@@ -472,7 +485,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     catalog = sub.add_parser("catalog", help="list catalog accelerators, node shapes or models")
-    catalog.add_argument("what", choices=["gpus", "models", "nodes"])
+    catalog.add_argument("what", choices=["gpus", "models", "nodes", "storage"])
     catalog.add_argument("--json", action="store_true", help="one JSON document on stdout")
     catalog.set_defaults(handler=_cmd_catalog)
 

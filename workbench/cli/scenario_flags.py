@@ -30,6 +30,7 @@ from workbench.core.project import Project
 from workbench.core.scenario import (
     AttentionKernel,
     Batching,
+    DatasetFormat,
     FinetuneMethod,
     Offload,
     Optimizer,
@@ -101,6 +102,14 @@ _FLAGS: list[tuple[str, str, Any, list[str] | None, str]] = [
     ("--pue", "pricing.pue", float, None, "data-centre PUE"),
     ("--years", "pricing.years", float, None, "ownership period for buy vs rent"),
     ("--mfu", "mfu", float, None, "override: achieved fraction of peak FLOPS"),
+    ("--storage", "cluster.storage", str, None, "storage system id (see `catalog storage`; default: the catalog's default)"),
+    ("--storage-count", "cluster.storage_count", int, None,
+     "drives per node (local storage), appliances (parallel file system) or key prefixes (object store)"),
+    ("--storage-gbps", "cluster.storage_gbps", float, None, "aggregate storage bandwidth the job gets, GB/s"),
+    ("--dataset-format", "cluster.dataset_format", str, _choices(DatasetFormat),
+     "training data stored as token ids (tokenized) or raw text tokenized while loading"),
+    ("--checkpoint-interval", "cluster.checkpoint_interval_s", float, None,
+     "seconds between checkpoints (default: the Young/Daly optimum)"),
 ]
 
 
@@ -136,6 +145,14 @@ def add_scenario_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--sp", dest="s_parallel__sequence_parallel", action="store_const", const=True, default=None,
         help="sequence parallelism across the TP group",
+    )
+    group.add_argument(
+        "--async-checkpoint", dest="s_cluster__async_checkpoint", action="store_const", const=True, default=None,
+        help="asynchronous checkpoints: training stalls only for the copy to host memory",
+    )
+    group.add_argument(
+        "--spot", dest="s_cluster__spot", action="store_const", const=True, default=None,
+        help="spot/preemptible capacity: discounted, and preempted now and then (assumptions cluster.spot_*)",
     )
     group.add_argument(
         "--set", dest="assumption_overrides", action="append", default=[], metavar="ID=VALUE",
@@ -356,6 +373,8 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
         raise InputError(describe_validation_error(exc, "scenario")) from None
     for ident, value in scenario.assumptions.items():  # values the file gave as text ("0.5")
         _check_assumption(definitions or _assumption_definitions(), ident, value, "scenario")
+    if scenario.cluster.storage is not None:
+        _check_storage(scenario.cluster.storage)
     if scenario.parallel.pp > 1:
         _check_stages(scenario, project)
     if scenario.serving.trace is not None:
@@ -365,6 +384,14 @@ def scenario_from_args(args: argparse.Namespace, project: Project | None = None)
 
         read_trace(scenario.serving.trace, scenario.serving.requests)
     return scenario
+
+
+def _check_storage(ident: str) -> None:
+    from workbench.engine.storage_catalog import storage_systems
+
+    known = storage_systems()
+    if ident not in known:
+        raise InputError(f"--storage: unknown storage {_quoted(ident)} (known: {', '.join(known)})")
 
 
 def _check_stages(scenario: Scenario, project: Project | None) -> None:

@@ -274,10 +274,53 @@ class Pricing(BaseModel):
     utilization: float = Field(0.7, gt=0, le=1, description="Fraction of owned hours the GPUs do useful work.")
 
 
+class DatasetFormat(str, Enum):
+    TOKENIZED = "tokenized"
+    TEXT = "text"
+
+
+class ClusterOptions(BaseModel):
+    """Storage, checkpoints and failures of the job around the GPUs (the cluster plugin reads them).
+
+    Left at their defaults, these options are not written into a scenario's payload, so a scenario
+    that does not use them reads in an older workbench as before.
+    """
+
+    model_config = _FROZEN
+
+    storage: str | None = Field(
+        None, min_length=1, max_length=limits.MAX_NAME_CHARS, pattern=_NO_NUL,
+        description="Storage system id from the storage catalog (`catalog storage`; None: the catalog's default).",
+    )
+    storage_count: int | None = Field(
+        None, gt=0, le=limits.MAX_GPUS,
+        description="Drives per node (local storage), appliances (a parallel file system) or key prefixes (an "
+        "object store) (None: the catalog's typical count).",
+    )
+    storage_gbps: float | None = Field(
+        None, gt=0, le=1e7,
+        description="Aggregate storage bandwidth the job gets, GB/s, for reads and writes (None: from the catalog).",
+    )
+    dataset_format: DatasetFormat = Field(
+        DatasetFormat.TOKENIZED,
+        description="How the training data is stored: pre-tokenized token ids, or raw text tokenized while loading.",
+    )
+    checkpoint_interval_s: float | None = Field(
+        None, gt=0, le=1e8, description="Seconds between checkpoints (None: the Young/Daly optimum)."
+    )
+    async_checkpoint: bool = Field(
+        False, description="Asynchronous checkpoints: training stalls only for the copy to host memory."
+    )
+    spot: bool = Field(False, description="Spot/preemptible capacity: discounted, and preempted now and then.")
+
+
 #: The newest scenario payload version a project file may hold: 2 marks a scenario with a serving
 #: engine, which a reader of version 1 would take for a damaged file (it rejects the unknown field);
 #: with the version it names the file as newer instead. A generic scenario is still written as 1.
-SCENARIO_PAYLOAD_NEWEST = 2
+#: 3 marks a scenario with cluster options (storage, checkpoints, spot) set.
+SCENARIO_PAYLOAD_NEWEST = 3
+_PAYLOAD_SERVING_ENGINE = 2
+_PAYLOAD_CLUSTER = 3
 
 
 class Scenario(BaseModel):
@@ -340,6 +383,9 @@ class Scenario(BaseModel):
     )
     serving: ServingOptions = Field(default_factory=ServingOptions, description="Inference-server options.")
     pricing: Pricing = Field(default_factory=Pricing, description="Prices, power and ownership period.")
+    cluster: ClusterOptions = Field(
+        default_factory=ClusterOptions, description="Storage, checkpoints and failures around the GPUs."
+    )
     mfu: float | None = Field(None, gt=0, le=1, description="Override: achieved fraction of peak FLOPS.")
     assumptions: dict[AssumptionId, float] = Field(
         default_factory=dict, description="Overrides of named estimator assumptions, by id."
@@ -393,10 +439,21 @@ class Scenario(BaseModel):
     def kv_cache_dtype(self) -> DType:
         return self.kv_dtype or self.dtype
 
+    @model_serializer(mode="wrap")
+    def _default_cluster_left_out(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Cluster options at their defaults stay out of the payload (an older reader rejects the
+        unknown field); set ones are written, and the payload version says so."""
+        data = handler(self)
+        if self.cluster == _DEFAULT_CLUSTER:
+            data.pop("cluster", None)
+        return data
+
     @property
     def payload_version(self) -> int:
         """The version a project file records for this payload (see SCENARIO_PAYLOAD_NEWEST)."""
-        return SCENARIO_PAYLOAD_NEWEST if self.serving.engine is not ServingEngine.GENERIC else self.schema_version
+        if self.cluster != _DEFAULT_CLUSTER:
+            return _PAYLOAD_CLUSTER
+        return _PAYLOAD_SERVING_ENGINE if self.serving.engine is not ServingEngine.GENERIC else self.schema_version
 
     @property
     def is_training(self) -> bool:
@@ -407,3 +464,6 @@ class Scenario(BaseModel):
         if self.global_batch_size is None:
             return 1
         return self.global_batch_size // (self.batch_size * self.parallel.dp)
+
+
+_DEFAULT_CLUSTER = ClusterOptions()

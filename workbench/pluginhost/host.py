@@ -43,7 +43,7 @@ from workbench.pluginhost.guarded import (
 
 #: First-party plugins, registered by module name: frozen builds carry no entry-point metadata.
 FIRST_PARTY: tuple[str, ...] = (
-    "workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost", "workbench_export",
+    "workbench_memory", "workbench_compute", "workbench_performance", "workbench_cost", "workbench_export", "workbench_cluster",
 )
 
 LOADED, FAILED, DISABLED = "loaded", "failed", "disabled"
