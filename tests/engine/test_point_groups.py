@@ -255,8 +255,12 @@ def test_drawn_assumptions_are_checked() -> None:
     engine = _engine()
     with pytest.raises(ValueError, match="not used by any estimator"):
         engine.run_points(resolved, None, None, {"perf.no_such_thing": [1.0, 2.0]})
-    with pytest.raises(ValueError, match="perf.kernel_efficiency_scale"):
+    with pytest.raises(ValueError, match="perf.kernel_efficiency_scale: 99 is outside its allowed range"):
         engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5, 99.0]})
+    with pytest.raises(ValueError, match="perf.kernel_efficiency_scale: nan is not a finite number"):
+        engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5, float("nan")]})
+    with pytest.raises(ValueError, match="perf.kernel_efficiency_scale: -inf is not a finite number"):
+        engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [float("-inf"), 0.5]})
     with pytest.raises(ValueError, match="one length"):
         engine.run_points(resolved, {"batch_size": [1, 2, 3]}, None, {"perf.kernel_efficiency_scale": [0.5, 0.6]})
     one = engine.run_points(resolved, None, None, {"perf.kernel_efficiency_scale": [0.5]})

@@ -259,10 +259,15 @@ class Engine:
             array = np.asarray(values, dtype=float)
             if array.ndim != 1 or not len(array):
                 raise ValueError(f"assumption '{ident}': expected one value per point")
-            for value in np.unique(array).tolist():
-                problem = definition.problem(value)
-                if problem is not None:
-                    raise ValueError(problem)
+            lo, hi = definition.minimum, definition.maximum
+            # One vectorized test of what ``problem`` checks on a float (finite, within range); the
+            # message of the first value that fails comes from ``problem`` itself.
+            if (not np.isfinite(array).all() or (lo is not None and bool((array < lo).any()))
+                    or (hi is not None and bool((array > hi).any()))):  # fmt: skip
+                for value in array.tolist():
+                    problem = definition.problem(value)
+                    if problem is not None:
+                        raise ValueError(problem)
             out[ident] = array
         lengths = {len(v) for v in out.values()} | ({n} if n is not None else set())
         if len(lengths) != 1:
