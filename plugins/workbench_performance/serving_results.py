@@ -10,13 +10,14 @@ the single estimate of that point.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cache, partial
+from functools import cache
 from typing import Any
 
 import numpy as np
 
 from workbench.engine.points import (
     Column,
+    NotedColumn,
     PointOutputs,
     PointsContext,
     PointWarning,
@@ -127,12 +128,11 @@ def _serving(src: PointSource, wanted: frozenset[str] | None) -> PointOutputs:
         label = "Throughput (output tokens, all GPUs)" if makes else "Throughput (input tokens, all GPUs)"
         formula = lambda i: _throughput_formula(*at(i), policy)  # noqa: E731
         if drawn:
-            v["performance.tokens_per_s"] = QuantityColumn([
-                Quantity(p.tokens_per_s[i].item(), K.unit("performance.tokens_per_s"), label, partial(formula, i), used,
-                         _efficiency_words(at_point(central.matmul, i), at_point(central.bandwidth, i),
-                                           at_point(central.step_overhead_s, i)) + mfu_note)
-                for i in range(n)
-            ])  # fmt: skip
+            v["performance.tokens_per_s"] = NotedColumn(
+                np.asarray(p.tokens_per_s), K.unit("performance.tokens_per_s"), label, formula, used,
+                lambda i: _efficiency_words(at_point(central.matmul, i), at_point(central.bandwidth, i),
+                                            at_point(central.step_overhead_s, i)) + mfu_note,
+            )  # fmt: skip
         else:
             put("performance.tokens_per_s", p.tokens_per_s, label, formula, note=_efficiency_text(central) + mfu_note)
     if want("performance.tokens_per_s_low"):

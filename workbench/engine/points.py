@@ -221,6 +221,30 @@ class SharedColumn(Column):
         return self
 
 
+class NotedColumn(Column):
+    """A column whose note differs from point to point (drawn assumption values: each point's
+    note names its own efficiencies): ``note_for(i)`` is rendered only for a point that is read,
+    as formulas are, instead of one Quantity built per point up front."""
+
+    __slots__ = ("note_for",)
+
+    def __init__(self, values: np.ndarray, unit: str, label: str, formula: PointFormula,
+                 assumptions: tuple[str, ...], note_for: Callable[[int], str]) -> None:  # fmt: skip
+        super().__init__(values, unit, label, formula, assumptions, "")
+        self.note_for = note_for
+
+    def quantity(self, i: int) -> Quantity:
+        q = super().quantity(i)  # a fresh Quantity, its formula still unrendered
+        q.note = self.note_for(i)
+        return q
+
+    def take(self, i: int) -> Column:
+        note_for, formula = self.note_for, self.formula
+        return NotedColumn(self.values[i : i + 1], self.unit, self.label,
+                           (lambda _j: formula(i)) if callable(formula) else formula, self.assumptions,
+                           lambda _j: note_for(i))  # fmt: skip
+
+
 #: Shorthand used by array estimators, as ``q`` is for scalar ones.
 col = Column
 
