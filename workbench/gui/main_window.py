@@ -8,7 +8,7 @@ thread) and hands each fresh result to the charts and the results panel.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QIcon, QKeySequence, QResizeEvent, QShowEvent
@@ -58,6 +58,18 @@ if TYPE_CHECKING:
     from workbench.store import ProjectLock, Recovery
 
 APP_TITLE = "GPU Planning Workbench"
+
+
+def _carried_tables(path: Path) -> dict[str, list[dict[str, Any]]] | None:
+    """Every measurement and calibration row of the project file at ``path``; None when it cannot
+    be read (a missing or damaged file has none to carry)."""
+    from workbench.store.measurements import read_rows
+    from workbench.store.schema import CARRIED_TABLES
+
+    try:
+        return {table: read_rows(path, table) for table in CARRIED_TABLES}
+    except InputError:
+        return None
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -709,11 +721,15 @@ class MainWindow(QMainWindow):
         moving = self._lock is None or self.project_path is None or not _same_file(path, self.project_path)
         lock = ProjectLock(path) if moving else self._lock
         project = self.controller.project_to_save()
+        # Save As: the measurements and calibration profiles of the file the project came from go
+        # with it (a save only keeps those of the file it replaces, which for a new path is none).
+        carried = _carried_tables(self.project_path) if moving and self.project_path is not None else None
         try:
             if moving:
                 lock.acquire()  # type: ignore[union-attr]
             saved = save_project(project, path, estimates=self.known_estimates.for_save(project,
-                                                                                        self._plugin_versions()))
+                                                                                        self._plugin_versions()),
+                                 carried=carried)  # fmt: skip
         except InputError as exc:
             if moving:
                 lock.release()  # type: ignore[union-attr]
