@@ -379,20 +379,19 @@ def test_switching_back_to_an_estimated_scenario_reuses_its_estimate(qtbot, wind
 
 
 def test_save_as_takes_the_measurements_and_calibrations_along(window: MainWindow, tmp_path: Path) -> None:
-    from workbench.store.measurements import read_rows
+    from workbench.store.measurements import add_measurement_rows, put_calibration_row, read_rows
     from workbench.store.schema import CARRIED_TABLES
 
     first, second = tmp_path / "first.gpuwb", tmp_path / "second.gpuwb"
     assert window.save_to(first)
-    window._release_lock()  # the CLI imports the measurements while the window is not holding the file
-    csv = Path(__file__).parents[1] / "data" / "measurements" / "measurements.csv"
-    scenario = window.controller.scenario.name
-    done = subprocess.run([sys.executable, "-m", "workbench", "measure", "import", str(csv), "--project", str(first),
-                           "--scenario", scenario], capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    # rows as an import writes them, under the lock the window holds (the carry is row for row)
+    row = {"scenario": window.controller.scenario.name, "source_format": "csv", "file_name": "runs.csv",
+           "imported": "2026-11-25T00:00:00+00:00", "schema_version": 1, "payload_json": "{}"}
+    add_measurement_rows(first, [row], lock_held=True)
+    put_calibration_row(first, {"name": "h100 vllm", "created": "2026-11-25T00:00:00+00:00", "schema_version": 1,
+                                "payload_json": "{}"}, lock_held=True)  # fmt: skip
     before = {t: read_rows(first, t) for t in CARRIED_TABLES}
-    assert before["measurements"]
-    window.project_path = first
+    assert before["measurements"] and before["calibrations"]
     assert window.save_to(second)  # Save As
     assert {t: read_rows(second, t) for t in CARRIED_TABLES} == before
     assert {t: read_rows(first, t) for t in CARRIED_TABLES} == before  # the original keeps them too

@@ -4,7 +4,6 @@ GUI thread keeps serving events meanwhile, and Help → Plugins… lists the plu
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Iterator
 
@@ -16,7 +15,6 @@ from workbench.core.project import Project
 from workbench.engine import guard
 from workbench.engine.estimator import EstimatorInfo
 from workbench.engine.pipeline import Engine
-from workbench.gui.app import tune_garbage_collector
 from workbench.gui.dialogs.plugins_dialog import COLUMNS, PluginsDialog
 from workbench.gui.estimate_runner import EstimateRunner, Outcome
 from workbench.gui.settings import Settings
@@ -49,16 +47,9 @@ def short_limit() -> Iterator[None]:
 
 
 def test_a_stuck_plugin_times_out_on_the_worker_and_the_window_keeps_responding(  # type: ignore[no-untyped-def]
-        qtbot, catalogs, project: Project, settings: QSettings, short_limit: None, request) -> None:
+        qtbot, catalogs, project: Project, settings: QSettings, short_limit: None) -> None:
     host = PluginHost(FIRST_PARTY, entry_point_group=None, extra_plugins=[("stuck", StuckPlugin())])
     runner = EstimateRunner(catalogs, lambda: Engine(host.registry.estimators))
-    # The collector as the window sets it (workbench.gui.app.tune_garbage_collector): a full
-    # collection over the whole test session's heap, which the app never has, paused the GUI
-    # thread for over half a second once and had nothing to do with the plugin.
-    thresholds = gc.get_threshold()
-    gc.collect()
-    tune_garbage_collector()
-    request.addfinalizer(lambda: (gc.unfreeze(), gc.set_threshold(*thresholds)))
     runner.sweep_enabled = False
     ticks: list[float] = []
     timer = QTimer()
