@@ -161,6 +161,18 @@ def weight_note(weights: WeightFormat) -> str:
             "the engine reads the method from its quantization config")
 
 
+def quantization_args(weights: WeightFormat, notes: Notes) -> list[str]:
+    """``--quantization`` as vLLM and SGLang both spell it: fp8 and bitsandbytes (NF4) are
+    quantized on load; any other quantized format comes with its checkpoint (a note says so)."""
+    if weights is WeightFormat.FP8:
+        return ["--quantization", "fp8"]
+    if weights is WeightFormat.NF4:
+        return ["--quantization", "bitsandbytes"]
+    if weights.is_quantized:
+        notes.add(weight_note(weights))
+    return []
+
+
 def expected_serving(estimate: Any) -> list[str]:
     """The plan's own numbers for the benchmark to check, as comment lines: the simulated
     percentiles when the scenario sets a load to simulate, else the steady-state figures."""

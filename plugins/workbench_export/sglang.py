@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.core.dtypes import DType, WeightFormat
+from workbench.core.dtypes import DType
 from workbench.core.scenario import Batching, ServingEngine
 from workbench_export.formats import ENGINES
 from workbench_export.plan import (
@@ -11,7 +11,7 @@ from workbench_export.plan import (
     ServingPlan,
     common_serving_notes,
     dtype_name,
-    weight_note,
+    quantization_args,
 )
 
 ENGINE, VERSION, SOURCE = ENGINES["sglang"]
@@ -41,13 +41,7 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
         argv += ["--kv-cache-dtype", "bfloat16"]
     elif plan.kv_differs:
         notes.add(f"kv_dtype={s.kv_cache_dtype.value}: SGLang keeps the KV cache in the model dtype (auto)")
-    weights = s.weight_format
-    if weights is WeightFormat.FP8:
-        argv += ["--quantization", "fp8"]
-    elif weights is WeightFormat.NF4:
-        argv += ["--quantization", "bitsandbytes"]
-    elif weights.is_quantized:
-        notes.add(weight_note(weights))
+    argv += quantization_args(s.weight_format, notes)
     # SGLang's chunked_prefill_size: the chunk when chunking, -1 to turn chunking off.
     argv += ["--chunked-prefill-size", str(plan.step_tokens if plan.chunked else -1)]
     if plan.batching is Batching.STATIC:

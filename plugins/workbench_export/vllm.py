@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from workbench.core.dtypes import DType, WeightFormat
+from workbench.core.dtypes import DType
 from workbench.core.scenario import Batching, ServingEngine
 from workbench_export.formats import ENGINES
 from workbench_export.plan import (
@@ -13,7 +13,7 @@ from workbench_export.plan import (
     ServingPlan,
     common_serving_notes,
     dtype_name,
-    weight_note,
+    quantization_args,
 )
 
 ENGINE, VERSION, SOURCE = ENGINES["vllm"]
@@ -51,13 +51,7 @@ def server_argv(plan: ServingPlan, notes: Notes) -> list[str]:
         argv += ["--kv-cache-dtype", "fp8"]
     elif plan.kv_differs:
         notes.add(f"kv_dtype={s.kv_cache_dtype.value}: vLLM keeps a 16-bit KV cache in the model dtype (auto)")
-    weights = s.weight_format
-    if weights is WeightFormat.FP8:
-        argv += ["--quantization", "fp8"]
-    elif weights is WeightFormat.NF4:
-        argv += ["--quantization", "bitsandbytes"]
-    elif weights.is_quantized:
-        notes.add(weight_note(weights))
+    argv += quantization_args(s.weight_format, notes)
     argv += ["--enable-chunked-prefill" if plan.chunked else "--no-enable-chunked-prefill",
              "--max-num-batched-tokens", str(plan.step_budget)]
     if plan.batching is Batching.STATIC:
